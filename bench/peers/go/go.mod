@@ -1,0 +1,3 @@
+module grove/bench/peers/go
+
+go 1.19

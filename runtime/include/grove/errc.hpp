@@ -1,0 +1,71 @@
+// grove/errc.hpp: the errors Grove reports, as a std::error_code category and one exception type.
+//
+// Operations that can fail in normal use come in two forms: a throwing one (`spawn`) that throws
+// grove::error, and a `try_` one that returns grove::result<T> and never throws for these errors.
+#pragma once
+
+#include <string>
+#include <system_error>
+#include <utility>
+#include <variant>
+
+namespace grove {
+
+enum class errc {
+  process_limit = 1,   // spawning would exceed runtime_config::process_limit
+  noproc,              // the target process does not exist (never did, or has exited)
+  name_taken,          // register_name: the name is already registered to a live process
+  already_named,       // register_name: the process already has a registered name
+  no_such_name,        // send/whereis by a name that no live process holds
+  not_in_process,      // the call needs a calling process (a Grove process or a scoped_process)
+  not_running,         // no Grove runtime is running
+  already_running,     // a second runtime was started while one is running
+  timeout,             // a wait on a foreign thread ran past its timeout
+  bad_argument,        // an argument outside its domain (e.g. a negative timeout where none is allowed)
+  self_link,           // reserved: linking a process to itself is a no-op in Grove, as in Erlang
+};
+
+// The category's name is "grove"; messages are one sentence each.
+const std::error_category& grove_category() noexcept;
+
+inline std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), grove_category()}; }
+
+// Thrown by the throwing forms of Grove's operations. code() compares equal to the errc.
+class error : public std::system_error {
+ public:
+  explicit error(errc e) : std::system_error(make_error_code(e)) {}
+  error(errc e, const std::string& what) : std::system_error(make_error_code(e), what) {}
+};
+
+// A value or an error code: what the `try_` operations return.
+template <class T>
+class result {
+ public:
+  result(T value) : v_(std::move(value)) {}                   // NOLINT: implicit by design
+  result(errc e) : v_(make_error_code(e)) {}                   // NOLINT
+  result(std::error_code ec) : v_(ec) {}                       // NOLINT
+
+  bool has_value() const noexcept { return v_.index() == 0; }
+  explicit operator bool() const noexcept { return has_value(); }
+  // Throws grove::error when there is no value.
+  T& value() & { check(); return std::get<0>(v_); }
+  const T& value() const& { check(); return std::get<0>(v_); }
+  T&& value() && { check(); return std::get<0>(std::move(v_)); }
+  T& operator*() & noexcept { return std::get<0>(v_); }
+  const T& operator*() const& noexcept { return std::get<0>(v_); }
+  T* operator->() noexcept { return &std::get<0>(v_); }
+  const T* operator->() const noexcept { return &std::get<0>(v_); }
+  // The error; a default (false) error_code when there is a value.
+  std::error_code error() const noexcept { return has_value() ? std::error_code{} : std::get<1>(v_); }
+
+ private:
+  void check() const {
+    if (!has_value()) throw std::system_error(std::get<1>(v_));
+  }
+  std::variant<T, std::error_code> v_;
+};
+
+}  // namespace grove
+
+template <>
+struct std::is_error_code_enum<grove::errc> : std::true_type {};

@@ -1,0 +1,74 @@
+// grove/link.hpp: links, monitors and exit signals, with Erlang's rules.
+//
+// A link is two-way: when either process exits, the other gets an exit signal with the reason. A
+// process that does not trap exits dies of any reason but `normal` (with the same reason); one that
+// traps exits receives the signal as an exit_signal message instead. `kill` sent directly with
+// exit(pid, kill) cannot be trapped (the target dies `killed`); a `kill` that arrives through a link is
+// an ordinary reason. A monitor is one-way and independent per call: the watcher gets one `down`
+// message when the target exits, or at once with `noproc` if the target is already dead.
+//
+// All of these are signals: they travel in the target's mailbox queue, so from one sender to one
+// receiver messages and signals arrive in the order sent. Each process changes only its own link and
+// monitor sets; the other side learns through a signal (no process ever locks another).
+// Call these from a process (or a scoped_process); they throw grove::error(errc::not_in_process) elsewhere.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include <grove/exit_reason.hpp>
+#include <grove/pid.hpp>
+
+namespace grove {
+
+// Names one monitor. Unique within a runtime's life.
+struct monitor_ref {
+  std::uint64_t id = 0;  // 0: no monitor
+  grove::pid target;     // the monitored process
+  explicit operator bool() const noexcept { return id != 0; }
+  friend bool operator==(const monitor_ref&, const monitor_ref&) noexcept = default;
+};
+
+inline std::ostream& operator<<(std::ostream& os, const monitor_ref& r) { return os << "#Ref<" << r.id << '>'; }
+
+// The message a trapping process receives for an exit signal: who sent it and why.
+struct exit_signal {
+  grove::pid from;
+  exit_reason reason;
+};
+
+// The message a watcher receives when a monitored process exits (or did not exist: reason noproc).
+struct down {
+  monitor_ref ref;
+  grove::pid from;
+  exit_reason reason;
+};
+
+// Links the calling process and `other` (a no-op if linked already, or if other is the caller).
+// If `other` does not exist: a trapping caller receives exit_signal{other, noproc}; otherwise link
+// throws grove::error(errc::noproc).
+void link(pid other);
+// Removes the link; afterwards no exit signal from that link reaches the caller, even one in flight.
+void unlink(pid other);
+// Starts monitoring `target`; see the file comment.
+monitor_ref monitor(pid target);
+// Stops the monitor. With flush, also removes its down message if one is already in the mailbox.
+// Returns false if `ref` is not an active monitor of the caller (unknown, or already fired).
+bool demonitor(const monitor_ref& ref, bool flush = false);
+// Sets whether the caller traps exits; returns the previous setting.
+bool trap_exit(bool on);
+// Sends an exit signal to `target` from the caller (from a foreign thread: from the null pid). A no-op
+// for a dead target. exit(self(), normal) ends the caller with reason normal, as in Erlang.
+void exit(pid target, exit_reason reason);
+
+}  // namespace grove
+
+template <>
+struct fmt::formatter<grove::monitor_ref> : fmt::formatter<fmt::string_view> {
+  template <class Ctx>
+  auto format(const grove::monitor_ref& r, Ctx& ctx) const -> decltype(ctx.out()) {
+    return fmt::format_to(ctx.out(), "#Ref<{}>", r.id);
+  }
+};

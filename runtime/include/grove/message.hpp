@@ -1,0 +1,273 @@
+// grove/message.hpp: sending messages and receiving them selectively.
+//
+//   grove::send(pid, any_movable_value);
+//   grove::receive(
+//       [](const ping& p) { ... },                                // matches by type
+//       grove::when([](int n) { return n > 0; }, [](int n) { ... }),  // type plus a guard
+//       grove::after(std::chrono::milliseconds(100), [] { ... }));    // optional timeout, last
+//
+// receive takes the oldest message that some handler accepts, trying handlers in order, and runs
+// that handler with the message moved into it. Messages no handler accepts stay in the mailbox, in
+// order, for a later receive. Without `after` it waits until a message matches; after(0) polls. The
+// handlers must all return the same type R, and receive returns it.
+//
+// Ordering: a send happens-before the receive that returns its message; from one sender to one
+// receiver, messages (and signals) arrive in the order sent. Nothing is ordered across senders.
+// A send to a dead pid (or the null pid) is a counted no-op (system_info().dead_letters).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include <grove/detail/message_node.hpp>
+#include <grove/errc.hpp>
+#include <grove/pid.hpp>
+
+namespace grove {
+
+namespace detail {
+void send_node(pid to, message_node* n);  // consumes n; may unwind a process killed meanwhile
+bool send_node_to_name(std::string_view name, message_node* n);  // consumes n; false: no such name
+
+using match_fn = int (*)(void* matcher, const message_node* n);
+inline constexpr std::int64_t wait_forever = -1;
+struct matched {
+  message_node* node;  // removed from the mailbox; nullptr on timeout
+  int handler;
+};
+// Scans the caller's mailbox, oldest first, for a message match() accepts (it returns a handler's
+// index, or -1), waiting up to timeout_ns (0 polls, wait_forever waits). Throws
+// grove::error(errc::not_in_process) outside a process; unwinds the process if an exit signal kills it.
+matched receive_node(match_fn match, void* matcher, std::int64_t timeout_ns);
+}  // namespace detail
+
+// Sends `msg` to `to`. Never blocks, never throws for a dead target. Thread-safe.
+template <class T>
+void send(pid to, T&& msg) {
+  using msg_t = std::decay_t<T>;
+  static_assert(std::is_move_constructible_v<msg_t>, "messages must be movable");
+  detail::send_node(to, detail::make_node<msg_t>(std::forward<T>(msg)));
+}
+
+// Sends to the process registered as `name`; throws grove::error(errc::no_such_name) if none is
+// (Erlang's badarg).
+template <class T>
+void send(std::string_view name, T&& msg) {
+  if (!detail::send_node_to_name(name, detail::make_node<std::decay_t<T>>(std::forward<T>(msg))))
+    throw error(errc::no_such_name);
+}
+// As send by name, but returns false instead of throwing.
+template <class T>
+bool try_send(std::string_view name, T&& msg) {
+  return detail::send_node_to_name(name, detail::make_node<std::decay_t<T>>(std::forward<T>(msg)));
+}
+
+// Matches any message; holds it until destroyed. Use it last, as Erlang's `_ ->` clause.
+class any_message {
+ public:
+  explicit any_message(detail::message_node* n) noexcept : node_(n) {}
+  any_message(any_message&& o) noexcept : node_(std::exchange(o.node_, nullptr)) {}
+  any_message& operator=(any_message&& o) noexcept {
+    std::swap(node_, o.node_);
+    return *this;
+  }
+  ~any_message() {
+    if (node_) detail::destroy_node(node_);
+  }
+  // The C++ type's (mangled) name.
+  const char* type_name() const noexcept { return node_->type->name(); }
+  template <class T>
+  bool is() const noexcept {
+    return node_->type == detail::type_id<T>();
+  }
+  template <class T>
+  T* get() noexcept {
+    return is<T>() ? &static_cast<detail::typed_node<T>*>(node_)->value : nullptr;
+  }
+
+ private:
+  detail::message_node* node_;
+};
+
+namespace detail {
+template <class F>
+struct callable_traits : callable_traits<decltype(&std::decay_t<F>::operator())> {};
+template <class R, class A>
+struct callable_traits<R (*)(A)> {
+  using arg = A;
+  using ret = R;
+};
+template <class R, class A>
+struct callable_traits<R (*)(A) noexcept> : callable_traits<R (*)(A)> {};
+template <class C, class R, class A>
+struct callable_traits<R (C::*)(A) const> : callable_traits<R (*)(A)> {};
+template <class C, class R, class A>
+struct callable_traits<R (C::*)(A)> : callable_traits<R (*)(A)> {};
+template <class C, class R, class A>
+struct callable_traits<R (C::*)(A) const noexcept> : callable_traits<R (*)(A)> {};
+template <class C, class R, class A>
+struct callable_traits<R (C::*)(A) noexcept> : callable_traits<R (*)(A)> {};
+template <class C, class R>
+struct callable_traits<R (C::*)() const> {
+  using ret = R;
+};
+template <class C, class R>
+struct callable_traits<R (C::*)()> {
+  using ret = R;
+};
+template <class C, class R>
+struct callable_traits<R (C::*)() const noexcept> : callable_traits<R (C::*)() const> {};
+template <class C, class R>
+struct callable_traits<R (C::*)() noexcept> : callable_traits<R (C::*)()> {};
+
+template <class G, class F>
+struct guarded {
+  G guard;
+  F handler;
+};
+template <class F>
+struct after_clause {
+  std::int64_t timeout_ns;
+  F handler;
+};
+
+template <class H>
+struct handler_traits {
+  using message = std::remove_cvref_t<typename callable_traits<H>::arg>;
+  using ret = typename callable_traits<H>::ret;
+  static bool guard(H&, const message&) { return true; }
+  static H& fn(H& h) { return h; }
+};
+template <class G, class F>
+struct handler_traits<guarded<G, F>> {
+  using message = std::remove_cvref_t<typename callable_traits<F>::arg>;
+  using ret = typename callable_traits<F>::ret;
+  static bool guard(guarded<G, F>& h, const message& m) { return static_cast<bool>(h.guard(m)); }
+  static F& fn(guarded<G, F>& h) { return h.handler; }
+};
+
+template <class T>
+inline constexpr bool is_after = false;
+template <class F>
+inline constexpr bool is_after<after_clause<F>> = true;
+
+template <class Handlers, class Seq>
+struct matcher;
+template <class Handlers, std::size_t... I>
+struct matcher<Handlers, std::index_sequence<I...>> {
+  // The index of the first handler that accepts n, or -1.
+  static int match(void* p, const message_node* n) {
+    auto& hs = *static_cast<Handlers*>(p);
+    int found = -1;
+    (void)((accepts<I>(hs, n) ? (found = static_cast<int>(I), true) : false) || ...);
+    return found;
+  }
+  template <std::size_t J>
+  static bool accepts(Handlers& hs, const message_node* n) {
+    using h_t = std::remove_reference_t<std::tuple_element_t<J, Handlers>>;
+    using m_t = typename handler_traits<h_t>::message;
+    if constexpr (std::is_same_v<m_t, any_message>) {
+      return !n->type->is_signal;
+    } else {
+      if (n->type != type_id<m_t>()) return false;
+      return handler_traits<h_t>::guard(std::get<J>(hs), static_cast<const typed_node<m_t>*>(n)->value);
+    }
+  }
+};
+
+template <std::size_t I, class Handlers>
+decltype(auto) invoke_handler(Handlers& hs, message_node* n) {
+  using h_t = std::remove_reference_t<std::tuple_element_t<I, Handlers>>;
+  using m_t = typename handler_traits<h_t>::message;
+  auto& fn = handler_traits<h_t>::fn(std::get<I>(hs));
+  if constexpr (std::is_same_v<m_t, any_message>) {
+    return fn(any_message(n));
+  } else {
+    node_owner owner(n);  // frees the node when the handler is done, also on throw
+    return fn(std::move(static_cast<typed_node<m_t>*>(n)->value));
+  }
+}
+
+template <class R, class Handlers, std::size_t... I>
+R dispatch(Handlers& hs, matched m, std::index_sequence<I...>) {
+  if constexpr (std::is_void_v<R>) {
+    (void)((m.handler == static_cast<int>(I) ? (invoke_handler<I>(hs, m.node), true) : false) || ...);
+  } else {
+    alignas(R) unsigned char storage[sizeof(R)];
+    R* out = nullptr;
+    (void)((m.handler == static_cast<int>(I) ? (out = ::new (storage) R(invoke_handler<I>(hs, m.node)), true)
+                                             : false) ||
+           ...);
+    struct destroy_out {
+      R* p;
+      ~destroy_out() { p->~R(); }
+    } guard{out};
+    return std::move(*out);
+  }
+}
+
+template <class Handlers, std::size_t... I>
+auto receive_with(Handlers& hs, std::int64_t timeout_ns, std::index_sequence<I...>) {
+  using R = std::common_type_t<typename handler_traits<std::remove_reference_t<std::tuple_element_t<I, Handlers>>>::ret...>;
+  static_assert((std::is_same_v<R, typename handler_traits<std::remove_reference_t<std::tuple_element_t<I, Handlers>>>::ret> && ...),
+                "every receive handler must return the same type");
+  matched m = receive_node(&matcher<Handlers, std::index_sequence<I...>>::match, &hs, timeout_ns);
+  return std::pair<R*, matched>{nullptr, m};
+}
+}  // namespace detail
+
+// A guarded handler: matches a message of the handler's type for which guard(message) is true.
+template <class G, class F>
+detail::guarded<std::decay_t<G>, std::decay_t<F>> when(G&& guard, F&& handler) {
+  return {std::forward<G>(guard), std::forward<F>(handler)};
+}
+
+// The timeout clause of receive: runs `handler` if nothing matched within `timeout` (measured from
+// the call to receive). A negative timeout counts as 0 (poll).
+template <class Rep, class Period, class F>
+detail::after_clause<std::decay_t<F>> after(std::chrono::duration<Rep, Period> timeout, F&& handler) {
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count();
+  return {ns < 0 ? 0 : static_cast<std::int64_t>(ns), std::forward<F>(handler)};
+}
+template <class Rep, class Period>
+auto after(std::chrono::duration<Rep, Period> timeout) {
+  return after(timeout, [] {});
+}
+
+// See the file comment. Call from a process or a scoped_process.
+template <class... H>
+auto receive(H&&... handlers) {
+  constexpr std::size_t n = sizeof...(H);
+  static_assert(n > 0, "receive needs at least one handler");
+  constexpr bool has_after = (detail::is_after<std::decay_t<H>> || ...);
+  auto all = std::forward_as_tuple(handlers...);
+  if constexpr (has_after) {
+    static_assert(detail::is_after<std::decay_t<std::tuple_element_t<n - 1, std::tuple<H...>>>>,
+                  "after(...) must be the last clause of receive, and appear once");
+    auto message_handlers = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return std::tie(std::get<I>(all)...);
+    }(std::make_index_sequence<n - 1>{});
+    auto& timeout = std::get<n - 1>(all);
+    using handlers_t = decltype(message_handlers);
+    using seq = std::make_index_sequence<n - 1>;
+    using R = decltype(timeout.handler());
+    auto [unused, m] = detail::receive_with(message_handlers, timeout.timeout_ns, seq{});
+    (void)unused;
+    if (!m.node) return timeout.handler();
+    static_assert(std::is_same_v<R, std::remove_pointer_t<decltype(unused)>>,
+                  "the after handler must return the same type as the message handlers");
+    return detail::dispatch<R, handlers_t>(message_handlers, m, seq{});
+  } else {
+    using handlers_t = decltype(all);
+    using seq = std::make_index_sequence<n>;
+    auto [unused, m] = detail::receive_with(all, detail::wait_forever, seq{});
+    using R = std::remove_pointer_t<decltype(unused)>;
+    return detail::dispatch<R, handlers_t>(all, m, seq{});
+  }
+}
+
+}  // namespace grove

@@ -1,0 +1,109 @@
+// grove/process.hpp: spawning processes, and what a process can do to itself.
+//
+// A process runs a C++ callable on its own execution context. It ends `normal` when the callable
+// returns; if an exception escapes, the runtime catches it and the process ends with
+// exit_reason::exception(what()). Nothing else is affected either way: links and monitors carry the
+// reason on. spawn is thread-safe and callable from processes and foreign threads alike.
+//
+// Code that runs in a process may move between worker threads whenever it blocks (receive, sleep,
+// yield, a send that uses up its time slice): do not keep the address of a thread_local, errno's
+// address or pthread_self() across those calls; read them again after.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+#include <grove/errc.hpp>
+#include <grove/exit_reason.hpp>
+#include <grove/link.hpp>
+#include <grove/pid.hpp>
+
+namespace grove {
+
+struct spawn_options {
+  bool link = false;               // link to the caller before the new process runs (spawn_link)
+  bool monitor = false;            // the caller monitors it before it runs (spawn_monitor)
+  bool trap_exit = false;          // the new process starts trapping exits
+  std::size_t max_heap_bytes = 0;  // its arena's limit (grove/arena.hpp); 0: no limit
+};
+
+// A spawned process and, for spawn_monitor, the caller's monitor on it.
+struct spawned {
+  grove::pid pid;
+  monitor_ref monitor;
+};
+
+namespace detail {
+// How the runtime moves, runs and destroys a type-erased callable (stored inline when small).
+struct entry_ops {
+  void (*run)(void* fn);
+  void (*destroy)(void* fn) noexcept;
+  void (*move_construct)(void* dst, void* src);
+  std::size_t size;
+  std::size_t align;
+};
+
+template <class F>
+inline constexpr entry_ops entry_ops_for{
+    [](void* fn) { (*static_cast<F*>(fn))(); },
+    [](void* fn) noexcept { static_cast<F*>(fn)->~F(); },
+    [](void* dst, void* src) { ::new (dst) F(std::move(*static_cast<F*>(src))); },
+    sizeof(F),
+    alignof(F),
+};
+
+result<spawned> spawn_entry(const spawn_options& options, const entry_ops& ops, void* fn);
+}  // namespace detail
+
+// Spawns `fn` as a new process. Never blocks. Returns errc::process_limit at the limit,
+// errc::not_running without a runtime, errc::not_in_process for link/monitor from a foreign thread.
+template <class F>
+result<spawned> try_spawn(const spawn_options& options, F&& fn) {
+  using fn_t = std::decay_t<F>;
+  static_assert(std::is_invocable_v<fn_t&>, "spawn takes a callable with no arguments (capture what it needs)");
+  fn_t f(std::forward<F>(fn));
+  return detail::spawn_entry(options, detail::entry_ops_for<fn_t>, &f);
+}
+
+// As try_spawn, but throws grove::error on failure.
+template <class F>
+pid spawn(const spawn_options& options, F&& fn) {
+  auto r = try_spawn(options, std::forward<F>(fn));
+  if (!r) throw error(static_cast<errc>(r.error().value()));
+  return r->pid;
+}
+template <class F>
+pid spawn(F&& fn) {
+  return spawn(spawn_options{}, std::forward<F>(fn));
+}
+// Spawns and links atomically: the link exists before the new process runs.
+template <class F>
+pid spawn_link(F&& fn) {
+  return spawn(spawn_options{.link = true}, std::forward<F>(fn));
+}
+// Spawns and monitors atomically.
+template <class F>
+spawned spawn_monitor(F&& fn) {
+  auto r = try_spawn(spawn_options{.monitor = true}, std::forward<F>(fn));
+  if (!r) throw error(static_cast<errc>(r.error().value()));
+  return *r;
+}
+
+// The calling process's pid; the null pid on a thread that is not running a process.
+pid self() noexcept;
+// Lets the other runnable processes on this worker run first (for CPU-bound loops).
+void yield();
+// Ends the calling process with `reason` (unwinding its stack, so destructors run). Outside a
+// process it throws grove::error(errc::not_in_process).
+[[noreturn]] void exit(exit_reason reason);
+// Whether `p` names a live process (it may exit the next moment).
+bool is_alive(pid p) noexcept;
+// Blocks the calling process (messages stay in the mailbox; exit signals still act). On a foreign
+// thread with a scoped_process it blocks the thread.
+void sleep_for(std::chrono::nanoseconds d);
+void sleep_until(std::chrono::steady_clock::time_point t);
+
+}  // namespace grove

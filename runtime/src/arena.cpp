@@ -1,0 +1,72 @@
+// arena.cpp: see arena.hpp.
+#include "arena.hpp"
+
+#include <cstdio>
+#include <new>
+
+#include <fmt/format.h>
+
+#include <grove/arena.hpp>
+#include <grove/errc.hpp>
+
+#include "process.hpp"
+#include "resources.hpp"
+#include "scheduler.hpp"
+#include "signals.hpp"
+
+namespace grove::internal {
+
+process_arena::process_arena(process* owner, std::size_t limit_bytes) : pool_(&upstream_) {
+  upstream_.owner = owner;
+  upstream_.limit = limit_bytes;
+  count_up(resources().arenas);
+}
+
+process_arena::~process_arena() {
+  pool_.release();
+  count_down(resources().arenas);
+}
+
+void* process_arena::counting_upstream::do_allocate(std::size_t bytes, std::size_t align) {
+  if (limit != 0 && held + bytes > limit) {
+    // BEAM's max_heap_size: the process is killed, untrappably, and the kill is reported.
+    std::string text = fmt::format("arena limit of {} bytes exceeded (holds {}, asked for {} more)", limit, held, bytes);
+    std::fprintf(stderr, "grove: process %s killed: %s\n", fmt::format("{}", owner->id()).c_str(), text.c_str());
+    die(owner, exit_reason::max_heap_size(std::move(text)));
+  }
+  void* p = ::operator new(bytes, std::align_val_t(align));
+  held += bytes;
+  return p;
+}
+
+void process_arena::counting_upstream::do_deallocate(void* p, std::size_t bytes, std::size_t align) {
+  ::operator delete(p, bytes, std::align_val_t(align));
+  held -= bytes;
+}
+
+void destroy_arena(process* p) noexcept {
+  if (!p->extra || !p->extra->arena) return;
+  delete p->extra->arena;
+  p->extra->arena = nullptr;
+}
+
+}  // namespace grove::internal
+
+namespace grove {
+
+using namespace grove::internal;
+
+std::pmr::memory_resource& arena() {
+  process* p = current_process();
+  if (!p) throw error(errc::not_in_process);
+  process_extra& ex = p->ensure_extra();
+  if (!ex.arena) ex.arena = new process_arena(p, ex.max_heap_bytes);
+  return *ex.arena;
+}
+
+std::size_t arena_bytes() noexcept {
+  process* p = current_process();
+  return (p && p->extra && p->extra->arena) ? p->extra->arena->bytes() : 0;
+}
+
+}  // namespace grove

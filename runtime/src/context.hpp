@@ -1,0 +1,76 @@
+// context.hpp: switching the CPU between a worker's own stack and a process's stack.
+//
+// The one place that touches Boost.Context (its fcontext layer: make_fcontext/jump_fcontext, a few
+// nanoseconds per switch) and the sanitizers' fiber hooks. Every switch goes through switch_to() or
+// exit_to(), which wrap the jump in:
+//   - AddressSanitizer: __sanitizer_start_switch_fiber before and __sanitizer_finish_switch_fiber
+//     after, with the target's stack bounds, so ASan knows which stack is live;
+//   - ThreadSanitizer: __tsan_switch_to_fiber just before the jump, so each process is its own
+//     "thread" to TSan and synchronisation through the scheduler is seen as such;
+//   - the C++ runtime's exception globals (the caught-exception stack and uncaught count), which live
+//     in thread-local storage: a process that parks inside a catch block or a destructor during
+//     unwinding and resumes on another worker must find its own, so they are saved and restored with
+//     every switch (Itanium C++ ABI __cxa_get_globals).
+// Invariant: a context's fctx is valid only while that context is switched out; whoever receives the
+// transfer of a jump stores the sender's new fctx (see worker.cpp and process_main in spawn.cpp).
+#pragma once
+
+#include <cstddef>
+
+namespace grove::internal {
+
+// The C++ ABI's per-thread exception state (Itanium ABI __cxa_eh_globals).
+struct eh_globals {
+  void* caught_exceptions = nullptr;
+  unsigned int uncaught_exceptions = 0;
+};
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define GROVE_CONTEXT_HAS_SANITIZER_FIELDS 1
+#else
+#define GROVE_CONTEXT_HAS_SANITIZER_FIELDS 0
+#endif
+
+// The saved side of one execution context (24 bytes in a plain build: it sits in every process).
+struct context {
+  void* fctx = nullptr;                // saved Boost fcontext while switched out
+  eh_globals eh;                       // exception globals while switched out
+#if GROVE_CONTEXT_HAS_SANITIZER_FIELDS
+  void* asan_fake_stack = nullptr;     // ASan's fake stack while switched out
+  void* tsan_fiber = nullptr;          // TSan's fiber (a worker's: its thread's own)
+#endif
+};
+
+// Where a context's stack is, for AddressSanitizer.
+struct stack_bounds {
+  const void* bottom = nullptr;  // lowest address
+  std::size_t size = 0;
+};
+
+struct transfer {
+  void* fctx;  // the context we came from, as it is now (store it where it belongs)
+  void* data;
+};
+
+using entry_fn = void (*)(transfer);
+
+// Prepares a fresh context on [stack_top - size, stack_top) that starts in entry.
+void* make_context(void* stack_top, std::size_t size, entry_fn entry) noexcept;
+
+// Switches from `self` (the running context) to `target`, passing data; returns when something
+// switches back to `self`. Saves and restores the exception globals of the running thread.
+transfer switch_to(context& self, context& target, stack_bounds target_stack, void* data) noexcept;
+
+// The first thing a context does when it starts in its entry function.
+void finish_first_switch(context& self) noexcept;
+
+// The last switch of a context that will never run again (its stack may be reused at once).
+[[noreturn]] void exit_to(context& target, stack_bounds target_stack, void* data) noexcept;
+
+// Sanitizer bookkeeping for a new process context / one that is gone for good.
+void create_fiber(context& c) noexcept;
+void destroy_fiber(context& c) noexcept;
+// A worker's own context: records its TSan fiber and returns the thread's stack bounds.
+stack_bounds adopt_thread(context& c) noexcept;
+
+}  // namespace grove::internal

@@ -1,0 +1,170 @@
+// introspection.cpp: process_info and system_info (grove/introspection.hpp).
+//
+// process_info of another process is a signal (as in OTP): the target answers with its own view when
+// it next drains its inbox, so links, monitors and the mailbox are read by their owner and never
+// raced. The caller waits for the answer: a scheduled process with a selective receive on a private
+// message type (so its other messages are untouched), a foreign thread on a condition variable.
+#include <grove/introspection.hpp>
+
+#include <condition_variable>
+#include <mutex>
+
+#include <grove/errc.hpp>
+#include <grove/message.hpp>
+
+#include "arena.hpp"
+#include "resources.hpp"
+#include "scheduler.hpp"
+#include "signals.hpp"
+
+namespace grove::internal {
+
+struct info_request {
+  std::mutex lock;
+  std::condition_variable cv;
+  bool done = false;                        // guarded by lock
+  std::optional<process_details> details;   // guarded by lock
+  pid requester;                            // immutable: a scheduled process to notify, or null
+  std::uint64_t id = 0;                     // immutable
+};
+
+// The private message that tells a waiting process its answer is ready.
+struct info_ready {
+  std::uint64_t id;
+};
+
+namespace {
+
+process_details details_of(process* p) {
+  process_details d;
+  d.pid = p->id();
+  d.status = p->exiting ? process_status::exiting : process_status::running;
+  d.mailbox_length = p->saved.size();
+  runtime_state* rt = current_runtime();
+  if (p->kind == process_kind::scheduled && rt) {
+    char here;  // the live stack runs from this frame up to the slot's top
+    d.stack_bytes = static_cast<std::size_t>(static_cast<char*>(rt->slots.stack_top(p)) - &here);
+    d.worker = p->worker;
+  }
+  d.reductions = p->reductions;
+  d.trap_exit = p->trap_exit;
+  if (process_extra* ex = p->extra) {
+    d.links.assign(ex->links.begin(), ex->links.end());
+    for (auto& [ref, target] : ex->monitors) d.monitors.push_back(monitor_ref{ref, target});
+    for (auto& [ref, watcher] : ex->monitored_by) d.monitored_by.push_back(watcher);
+    d.arena_bytes = ex->arena ? ex->arena->bytes() : 0;
+    d.max_heap_bytes = ex->max_heap_bytes;
+  }
+  if (rt && p->has_name.load(std::memory_order_acquire)) d.registered_name = rt->names.name_of(p->id());  // acquire: pairs with register
+  return d;
+}
+
+void complete(info_request& req, std::optional<process_details> d) noexcept {
+  {
+    std::lock_guard<std::mutex> g(req.lock);
+    req.details = std::move(d);
+    req.done = true;
+  }
+  req.cv.notify_all();
+  if (!req.requester.is_null()) {
+    if (runtime_state* rt = current_runtime()) {
+      try {
+        deliver(*rt, req.requester, detail::make_node<info_ready>(info_ready{req.id}), true);
+      } catch (...) {
+        // Out of memory: the requester times out.
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void answer_info(process* p, info_request& req) noexcept {
+  try {
+    complete(req, details_of(p));
+  } catch (...) {
+    complete(req, std::nullopt);
+  }
+}
+
+void answer_info_gone(info_request& req) noexcept { complete(req, std::nullopt); }
+
+}  // namespace grove::internal
+
+namespace grove {
+
+using namespace grove::internal;
+
+std::optional<process_details> process_info(pid target, std::chrono::milliseconds timeout) {
+  runtime_state* rt = current_runtime();
+  if (!rt) return std::nullopt;
+  process* self = current_process();
+  if (self && self->id() == target) return details_of(self);
+  auto req = std::make_shared<info_request>();
+  req->id = rt->next_ref.fetch_add(1, std::memory_order_relaxed);  // uniqueness is all we need
+  bool as_process = self && self->kind == process_kind::scheduled;
+  if (as_process) req->requester = self->id();
+  process* q = rt->table.acquire(target);
+  if (!q) return std::nullopt;
+  q->mail.push(make_info_signal(req));
+  rt->wake(q);
+  rt->table.release(q, worker_index_for(*rt));
+  if (as_process) {
+    const std::uint64_t id = req->id;
+    bool ready = receive(when([id](const info_ready& r) { return r.id == id; }, [](const info_ready&) { return true; }),
+                         after(timeout, [] { return false; }));
+    if (!ready) return std::nullopt;
+  } else {
+    std::unique_lock<std::mutex> g(req->lock);
+    if (!req->cv.wait_for(g, timeout, [&] { return req->done; })) return std::nullopt;
+  }
+  std::lock_guard<std::mutex> g(req->lock);
+  return req->details;
+}
+
+system_details system_info() {
+  runtime_state* rt = current_runtime();
+  if (!rt) throw error(errc::not_running);
+  system_details s;
+  s.process_count = rt->table.live();
+  s.process_limit = rt->table.limit();
+  s.dead_letters = rt->dead_letters.load(std::memory_order_relaxed);  // statistics
+  s.spawned = rt->foreign_spawned.load(std::memory_order_relaxed);
+  s.global_queue_length = rt->injector.size_approx();
+  s.stack_slots = rt->slots.count();
+  s.stack_bytes = rt->slots.stack_bytes();
+  s.stack_image_copies = rt->slots.image_copies();
+  for (auto& w : rt->workers) {
+    worker_details d;
+    d.run_queue_length = w->local.size() + (w->runnext.load(std::memory_order_relaxed) ? 1 : 0);  // a snapshot
+    d.context_switches = w->switches.load(std::memory_order_relaxed);
+    d.steals = w->steals.load(std::memory_order_relaxed);
+    d.parks = w->parks.load(std::memory_order_relaxed);
+    d.timers_fired = w->timers_fired.load(std::memory_order_relaxed);
+    s.spawned += w->spawned.load(std::memory_order_relaxed);
+    s.context_switches += d.context_switches;
+    s.steals += d.steals;
+    s.parks += d.parks;
+    s.workers.push_back(d);
+  }
+  return s;
+}
+
+resource_usage resources_in_use() noexcept {
+  resource_counters& c = resources();
+  resource_usage u;
+  u.processes = c.processes.load(std::memory_order_relaxed);  // statistics
+  u.stack_images = c.stack_images.load(std::memory_order_relaxed);
+  u.arenas = c.arenas.load(std::memory_order_relaxed);
+  u.timers = c.timers.load(std::memory_order_relaxed);
+  return u;
+}
+
+}  // namespace grove
+
+namespace grove::internal {
+resource_counters& resources() noexcept {
+  static resource_counters counters;
+  return counters;
+}
+}  // namespace grove::internal

@@ -1,0 +1,120 @@
+// mailbox.hpp: a process's mailbox, the queue that messages and signals arrive in.
+//
+// Two parts, as in BEAM:
+//   - the inbox, an intrusive multi-producer single-consumer queue (Dmitry Vyukov's design): any
+//     thread pushes with one atomic exchange; only the owning process pops. An empty inbox is three
+//     words and a 16-byte stub node (32 bytes) — a million processes cannot afford a moodycamel queue
+//     (616+ bytes each, DESIGN-NOTES §3).
+//   - the saved list, owned by the process alone: messages taken from the inbox that no receive has
+//     matched yet, in arrival order. receive scans it, then pulls more from the inbox.
+// push() reports whether the inbox was empty (as Pony's does) only approximately, so the sender does not
+// rely on it: whether to schedule the receiver is decided by the process's control word
+// (scheduler.cpp, "process states").
+//
+// Orders, argued once here:
+//   push:  n->next = null (relaxed: n is not yet reachable by anyone);
+//          prev = head.exchange(n, acq_rel): release publishes n's contents to whoever reads head,
+//            acquire orders us after the previous pusher (so prev is fully built);
+//          prev->next.store(n, release): publishes n to the consumer, which loads next with acquire.
+//   pop:   every next load is acquire (pairs with the release above). If the consumer sees head moved
+//          but the link not yet written (a pusher between its two steps), pop reports empty; the pusher
+//          then wakes the process after linking, so the message is seen on the next scan.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include <grove/detail/message_node.hpp>
+
+namespace grove::internal {
+
+using detail::message_node;
+
+class inbox {
+ public:
+  inbox() noexcept : head_(&stub_), tail_(&stub_) {}
+  inbox(const inbox&) = delete;
+  inbox& operator=(const inbox&) = delete;
+
+  // Any thread. Takes ownership of n.
+  void push(message_node* n) noexcept {
+    n->next.store(nullptr, std::memory_order_relaxed);  // n is private to us until the exchange
+    message_node* prev = head_.exchange(n, std::memory_order_acq_rel);  // see file comment
+    prev->next.store(n, std::memory_order_release);     // publishes n to the consumer
+  }
+
+  // Owner only. The oldest node, or nullptr if empty (or a push is half done: see file comment).
+  message_node* pop() noexcept {
+    message_node* tail = tail_;
+    message_node* next = tail->next.load(std::memory_order_acquire);
+    if (tail == &stub_) {
+      if (next == nullptr) return nullptr;
+      tail_ = next;
+      tail = next;
+      next = next->next.load(std::memory_order_acquire);
+    }
+    if (next != nullptr) {
+      tail_ = next;
+      return tail;
+    }
+    if (tail != head_.load(std::memory_order_acquire)) return nullptr;  // a push is in progress
+    push(&stub_);
+    next = tail->next.load(std::memory_order_acquire);
+    if (next != nullptr) {
+      tail_ = next;
+      return tail;
+    }
+    return nullptr;
+  }
+
+  // Owner only, or any thread once no pusher can exist: whether anything may be waiting.
+  bool maybe_nonempty() const noexcept {
+    return tail_ != &stub_ || tail_->next.load(std::memory_order_acquire) != nullptr;
+  }
+
+ private:
+  std::atomic<message_node*> head_;  // shared: producers exchange it
+  message_node* tail_;               // owner: the consumer
+  message_node stub_;                // the permanent dummy node of Vyukov's design
+};
+
+// The owner's list of received-but-unmatched nodes, in arrival order. Owner only.
+class saved_list {
+ public:
+  void append(message_node* n) noexcept {
+    n->next.store(nullptr, std::memory_order_relaxed);  // owner-only list: the atomic is just storage
+    if (tail_) {
+      tail_->next.store(n, std::memory_order_relaxed);
+    } else {
+      head_ = n;
+    }
+    tail_ = n;
+    ++size_;
+  }
+  // Removes the node after `prev` (or the head when prev is null) and returns it.
+  message_node* remove_after(message_node* prev) noexcept {
+    message_node* n = prev ? next_of(prev) : head_;
+    message_node* after = next_of(n);
+    if (prev) {
+      prev->next.store(after, std::memory_order_relaxed);
+    } else {
+      head_ = after;
+    }
+    if (tail_ == n) tail_ = prev;
+    --size_;
+    return n;
+  }
+  static message_node* next_of(const message_node* n) noexcept { return n->next.load(std::memory_order_relaxed); }
+  message_node* head() const noexcept { return head_; }
+  message_node* tail() const noexcept { return tail_; }
+  std::uint32_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return head_ == nullptr; }
+
+ private:
+  message_node* head_ = nullptr;
+  message_node* tail_ = nullptr;
+  std::uint32_t size_ = 0;
+};
+
+}  // namespace grove::internal

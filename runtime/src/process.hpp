@@ -1,0 +1,111 @@
+// process.hpp: the process control block (PCB), and what a process owns.
+//
+// One PCB per live process, 256 bytes, living in the process table (process_table.hpp) at the index
+// its pid names. Its first cache line holds what other threads touch (the pid, the reference count,
+// the control word, the inbox's head); the rest belongs to the process itself and to the worker
+// running it. Rarely used state (links, monitors, the arena, the exit reason) lives in a separate
+// `process_extra`, allocated on first use, so a process that never links costs nothing for it.
+//
+// Ownership (who may touch what):
+//   - shared fields say so, and are atomics whose orders are argued where they are used;
+//   - "owner" fields are touched only by the process itself, or by the worker that is running it or
+//     is about to (which holds the process's control word in the RUNNING state, scheduler.cpp);
+//   - "slot" fields (the stack image) are touched only by a worker holding the process's execution
+//     stack slot (stack_slots.hpp), because an eviction may copy them out while the process is parked.
+// A process changes only its own links and monitors; the other side learns by a signal (signals.cpp).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <grove/exit_reason.hpp>
+#include <grove/pid.hpp>
+#include <grove/process.hpp>
+
+#include "context.hpp"
+#include "mailbox.hpp"
+#include "timer_wheel.hpp"
+
+namespace grove::internal {
+
+class process_arena;
+struct scoped_waiter;
+
+enum class process_kind : std::uint8_t { scheduled, scoped };
+
+// Why a process switched back to its worker.
+enum class park_reason : std::uint8_t { none, yield, wait, exit };
+
+// The control word (scheduler.cpp, "process states").
+inline constexpr std::uint32_t ctl_notified = 1u;  // queued to run (in a run queue or a slot's waiters)
+inline constexpr std::uint32_t ctl_running = 2u;   // a worker is running it
+inline constexpr std::uint32_t ctl_exited = 4u;    // it has exited; wakes are ignored
+
+inline constexpr std::uint32_t no_slot = ~std::uint32_t{0};
+inline constexpr std::size_t inline_entry_bytes = 32;
+
+// Cold per-process state, allocated on first use.
+struct process_extra {
+  std::unordered_set<pid> links;                        // owner
+  std::unordered_map<std::uint64_t, pid> monitors;      // owner: monitors it holds (ref id → target)
+  std::unordered_map<std::uint64_t, pid> monitored_by;  // owner: monitors on it (ref id → watcher)
+  exit_reason reason;                                   // owner: why it is exiting (valid once exiting)
+  process_arena* arena = nullptr;                       // owner
+  std::size_t max_heap_bytes = 0;                       // owner
+};
+
+struct alignas(64) process {
+  // ---- first cache line: shared with other threads ----
+  std::atomic<std::uint64_t> pid_bits{0};  // shared: written before refs is published; read under a ref
+  std::atomic<std::uint32_t> refs{0};      // shared: process_table.hpp
+  std::atomic<std::uint32_t> control{0};   // shared: scheduler.cpp, "process states"
+  inbox mail;                              // shared: any thread pushes; the owner pops
+  std::atomic<bool> has_name{false};       // shared: set under the registry lock; read at exit
+
+  // ---- owner ----
+  saved_list saved;                        // owner: received, not yet matched
+  context ctx;                             // owner: saved context while parked
+  timer_node timer;                        // owner: its receive/sleep timeout (timers.cpp)
+  std::uint16_t timer_worker = 0;          // owner: whose wheel `timer` is in, while armed
+  bool timer_armed = false;                // owner: `timer` may be linked in a wheel
+  std::uint16_t worker = 0;                // owner: the worker running it (or that ran it last)
+  process_kind kind = process_kind::scheduled;
+  park_reason parked = park_reason::none;  // owner: set just before switching to the worker
+  bool started = false;                    // owner: its context exists
+  bool trap_exit = false;                  // owner
+  bool exiting = false;                    // owner: an exit is under way (unwinding or cleaning up)
+  std::uint32_t budget = 0;                // owner: reductions left in this time slice
+  std::uint64_t reductions = 0;            // owner: sends and receives so far
+  const detail::entry_ops* entry = nullptr;// owner: its function (nullptr once destroyed)
+  void* entry_fn = nullptr;                // owner: the function object (inline_entry or heap)
+  alignas(16) unsigned char inline_entry[inline_entry_bytes];
+  process_extra* extra = nullptr;          // owner
+  process* next_waiter = nullptr;          // slot: link in a stack slot's waiter list
+  scoped_waiter* waiter = nullptr;         // scoped processes: set before the pid is known; freed at finalize
+
+  // ---- slot (stack_slots.hpp) ----
+  void* image = nullptr;                   // slot: saved stack image while not resident
+  std::uint32_t image_bytes = 0;           // slot: its live size (0: none saved)
+  std::uint32_t image_capacity = 0;        // slot: allocated size of `image`
+  std::uint32_t slot = no_slot;            // slot: bound at first run, for life
+
+  grove::pid id() const noexcept { return pid::from_bits(pid_bits.load(std::memory_order_relaxed)); }
+  process_extra& ensure_extra() {
+    if (!extra) extra = new process_extra();
+    return *extra;
+  }
+};
+
+static_assert(sizeof(process) <= 256 || GROVE_CONTEXT_HAS_SANITIZER_FIELDS,
+              "the PCB must stay within 256 bytes: a million of them is the headline");
+
+// Thrown through a process's stack to end it (exit(), a killing exit signal, an arena over its limit).
+// Deliberately not derived from std::exception, so `catch (const std::exception&)` lets it pass.
+struct exit_unwind {
+  exit_reason reason;
+};
+
+}  // namespace grove::internal

@@ -1,0 +1,132 @@
+// process_table.cpp: see process_table.hpp.
+#include "process_table.hpp"
+
+#include <new>
+
+#include "memory.hpp"
+#include "resources.hpp"
+
+namespace grove::internal {
+
+namespace {
+constexpr std::size_t cache_max = 512;    // per-worker free indices kept before spilling
+constexpr std::size_t cache_batch = 256;  // moved between a cache and the global list at once
+}  // namespace
+
+process_table::process_table(grove::runtime::state& owner, std::size_t limit, unsigned workers)
+    : owner_(owner), limit_(limit), caches_(workers) {
+  capacity_ = limit + limit / 64 + 1024;
+  capacity_ = (capacity_ + chunk_processes - 1) / chunk_processes * chunk_processes;
+  reserved_bytes_ = capacity_ * sizeof(process);
+  base_ = static_cast<process*>(reserve_region(reserved_bytes_, true));
+}
+
+process_table::~process_table() {
+  std::uint32_t n = constructed_.load(std::memory_order_acquire);
+  for (std::uint32_t i = 0; i < n; ++i) base_[i].~process();
+  release_region(base_, reserved_bytes_);
+}
+
+void process_table::construct_through(std::uint32_t index) {
+  std::lock_guard<std::mutex> g(construct_lock_);
+  std::uint32_t n = constructed_.load(std::memory_order_relaxed);  // only we write it, under the lock
+  while (n <= index) {
+    for (std::size_t i = 0; i < chunk_processes; ++i) ::new (base_ + n + i) process();
+    n += chunk_processes;
+    constructed_.store(n, std::memory_order_release);  // publishes the constructed PCBs to lookups
+  }
+}
+
+std::uint32_t process_table::take_index(int worker) {
+  if (worker >= 0) {
+    auto& cache = caches_[static_cast<std::size_t>(worker)].indices;
+    if (cache.empty()) {
+      std::lock_guard<std::mutex> g(free_lock_);
+      std::size_t take = std::min(cache_batch, free_.size());
+      cache.insert(cache.end(), free_.end() - static_cast<std::ptrdiff_t>(take), free_.end());
+      free_.resize(free_.size() - take);
+    }
+    if (!cache.empty()) {
+      std::uint32_t i = cache.back();
+      cache.pop_back();
+      return i;
+    }
+  } else {
+    std::lock_guard<std::mutex> g(free_lock_);
+    if (!free_.empty()) {
+      std::uint32_t i = free_.back();
+      free_.pop_back();
+      return i;
+    }
+  }
+  std::uint32_t i = next_fresh_.fetch_add(1, std::memory_order_relaxed);  // a unique ticket is all we need
+  if (i >= capacity_) return ~std::uint32_t{0};
+  if (i >= constructed_.load(std::memory_order_acquire)) construct_through(i);
+  return i;
+}
+
+void process_table::give_index(std::uint32_t index, int worker) noexcept {
+  try {
+    if (worker >= 0 && static_cast<std::size_t>(worker) < caches_.size()) {
+      auto& cache = caches_[static_cast<std::size_t>(worker)].indices;
+      cache.push_back(index);
+      if (cache.size() >= cache_max) {
+        std::lock_guard<std::mutex> g(free_lock_);
+        free_.insert(free_.end(), cache.end() - cache_batch, cache.end());
+        cache.resize(cache.size() - cache_batch);
+      }
+      return;
+    }
+    std::lock_guard<std::mutex> g(free_lock_);
+    free_.push_back(index);
+  } catch (...) {
+    // Out of memory for the free list: the index is lost (the table has a margin), nothing else.
+  }
+}
+
+process* process_table::allocate(int worker) {
+  if (live_.fetch_add(1, std::memory_order_acq_rel) >= limit_) {  // acq_rel: one total order of spawns and exits
+    live_.fetch_sub(1, std::memory_order_acq_rel);
+    return nullptr;
+  }
+  std::uint32_t index = take_index(worker);
+  if (index == ~std::uint32_t{0}) {
+    live_.fetch_sub(1, std::memory_order_acq_rel);
+    return nullptr;
+  }
+  process* p = base_ + index;
+  std::uint32_t serial = static_cast<std::uint32_t>(p->pid_bits.load(std::memory_order_relaxed) >> 32) + 1;
+  if (serial == 0) serial = 1;  // serial 0 is never used, so no pid equals the null pid
+  p->pid_bits.store(pid::from_parts(index, serial).bits(), std::memory_order_relaxed);  // published by refs below
+  p->control.store(ctl_notified, std::memory_order_relaxed);  // born queued: wakes are no-ops until its first run (scheduler.cpp)
+  p->has_name.store(false, std::memory_order_relaxed);                                  // likewise
+  count_up(resources().processes);
+  p->refs.store(1, std::memory_order_release);  // publishes the fields above to acquire() in other threads
+  return p;
+}
+
+process* process_table::acquire(pid id) noexcept {
+  std::uint32_t index = id.index();
+  if (id.is_null() || index >= constructed_.load(std::memory_order_acquire)) return nullptr;
+  process* p = base_ + index;
+  std::uint32_t r = p->refs.load(std::memory_order_relaxed);
+  do {
+    if (r == 0) return nullptr;
+    // acquire: pairs with allocate()'s release of refs, so the pid we read next is this incarnation's
+  } while (!p->refs.compare_exchange_weak(r, r + 1, std::memory_order_acquire, std::memory_order_relaxed));
+  if (p->pid_bits.load(std::memory_order_relaxed) != id.bits()) {
+    release(p, -1);
+    return nullptr;
+  }
+  return p;
+}
+
+void process_table::release(process* p, int worker) noexcept {
+  // acq_rel: the last releaser must see every other holder's pushes (acquire); ours are published (release)
+  if (p->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  finalize_process(owner_, p);
+  count_down(resources().processes);
+  give_index(static_cast<std::uint32_t>(p - base_), worker);
+}
+
+}  // namespace grove::internal

@@ -1,0 +1,112 @@
+// process_table.hpp: where PCBs live, how a pid finds its process, and the process limit.
+//
+// Design:
+//   - One reserved region of PCBs (256 bytes each) for the configured limit plus a margin, indexed by
+//     the pid's index. Address space only: chunks of 8,192 PCBs (2 MiB, one huge page) are constructed
+//     the first time an index in them is handed out, so a runtime with the default 1M limit costs
+//     memory only for the processes it has really had.
+//   - PCBs are never freed while the runtime runs (type-stable memory): a stale pid still points at
+//     a valid PCB, possibly holding a newer process. That makes lookup safe without locks:
+//       1. load refs; if 0 the process is gone; else CAS refs+1 (acquire);
+//       2. compare the PCB's pid (serial included) with the one asked for; on a mismatch drop the
+//          reference again: the asked-for process is gone and its slot reused.
+//     The allocator writes the new pid before publishing refs = 1 with release, so step 2 reads the
+//     right pid; a reference keeps refs > 0, so the PCB cannot be reused while it is held.
+//   - A process holds one reference on itself while alive (the "life" reference); each sender holds
+//     one while it pushes. When the last one is dropped, finalize_process() (signals.cpp) drains what
+//     is left in the mailbox (answering link and monitor requests with noproc, so nothing is lost) and
+//     the index goes back to a free list, with its serial bumped so old pids stay dead.
+//   - Free indices are cached per worker (no lock on the spawn path) and spill to a global list.
+//   - The limit counts live processes (spawned, not yet exited). Exited PCBs still referenced by an
+//     in-flight sender take an index for a moment; the margin above the limit absorbs them.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include <grove/pid.hpp>
+#include <grove/runtime.hpp>
+
+#include "process.hpp"
+
+namespace grove::internal {
+
+class process_table {
+ public:
+  static constexpr std::size_t chunk_processes = 8192;
+
+  process_table(grove::runtime::state& owner, std::size_t limit, unsigned workers);
+  ~process_table();
+  process_table(const process_table&) = delete;
+  process_table& operator=(const process_table&) = delete;
+
+  // A reset PCB for a new process, with a new pid and refs = 1; nullptr at the limit. Counts it live.
+  // worker: the calling worker's index, or -1 on a foreign thread.
+  process* allocate(int worker);
+  // Takes a reference on the process `id` names; nullptr if that process is gone (or never was).
+  process* acquire(pid id) noexcept;
+  // Drops a reference; the last one finalizes and recycles the PCB. worker as for allocate.
+  void release(process* p, int worker) noexcept;
+  // A live process has exited: it no longer counts against the limit.
+  void mark_exited() noexcept { live_.fetch_sub(1, std::memory_order_acq_rel); }  // acq_rel: pairs with waiters in wait_until_idle
+
+  std::size_t live() const noexcept { return live_.load(std::memory_order_acquire); }
+  std::size_t limit() const noexcept { return limit_; }
+  grove::runtime::state& owner() const noexcept { return owner_; }
+  // Whether addr lies in the table (a PCB's embedded timer, timers.cpp), and the PCB holding it.
+  bool contains(const void* addr) const noexcept {
+    auto a = reinterpret_cast<std::uintptr_t>(addr), b = reinterpret_cast<std::uintptr_t>(base_);
+    return a >= b && a < b + reserved_bytes_;
+  }
+  process* process_at(const void* addr) const noexcept {
+    auto off = reinterpret_cast<std::uintptr_t>(addr) - reinterpret_cast<std::uintptr_t>(base_);
+    return base_ + off / sizeof(process);
+  }
+
+  // Calls fn(pid) for every process alive at some moment during the call (for shutdown).
+  template <class F>
+  void for_each_live(F&& fn) {
+    std::uint32_t n = constructed_.load(std::memory_order_acquire);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      process* p = base_ + i;
+      std::uint32_t r = p->refs.load(std::memory_order_relaxed);
+      if (r == 0) continue;
+      grove::pid id = p->id();
+      if (process* q = acquire(id)) {
+        bool alive = (q->control.load(std::memory_order_acquire) & ctl_exited) == 0;
+        release(q, -1);
+        if (alive) fn(id);
+      }
+    }
+  }
+
+ private:
+  std::uint32_t take_index(int worker);
+  void give_index(std::uint32_t index, int worker) noexcept;
+  void construct_through(std::uint32_t index);
+
+  grove::runtime::state& owner_;
+  process* base_ = nullptr;
+  std::size_t capacity_ = 0;  // PCBs reserved (limit plus margin)
+  std::size_t reserved_bytes_ = 0;
+  std::size_t limit_ = 0;
+  alignas(64) std::atomic<std::size_t> live_{0};        // shared: live processes
+  alignas(64) std::atomic<std::uint32_t> next_fresh_{0};  // shared: next never-used index
+  std::atomic<std::uint32_t> constructed_{0};           // shared: PCBs [0, n) are constructed (release-published)
+  std::mutex construct_lock_;                           // guards chunk construction
+  std::mutex free_lock_;
+  std::vector<std::uint32_t> free_;                     // guarded by free_lock_
+  struct alignas(64) worker_cache {
+    std::vector<std::uint32_t> indices;                 // owner: that worker's thread
+  };
+  std::vector<worker_cache> caches_;
+};
+
+// Runs when a PCB's last reference is dropped (signals.cpp): empties its mailbox, answering
+// signals that arrived after the process exited.
+void finalize_process(grove::runtime::state& rt, process* p) noexcept;
+
+}  // namespace grove::internal

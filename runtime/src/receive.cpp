@@ -1,0 +1,179 @@
+// receive.cpp: sending, selective receive, sleeping and yielding — the calls a process makes.
+//
+// receive (detail::receive_node) in steps:
+//   1. scan the saved list, oldest first, asking the caller's matcher about each message; the first
+//      accepted one is unlinked and returned;
+//   2. otherwise pull what arrived in the inbox (drain_inbox: messages are appended to the saved list,
+//      signals are acted on) and scan only the new part: a receive that parks many times never
+//      rescans what it has already rejected;
+//   3. nothing new: poll (timeout 0) or past the deadline → return "timeout"; otherwise arm the
+//      timeout once and park until woken by a send, a signal or the timer; then go to 2.
+// The timeout is measured from the call; the process itself compares the clock with the deadline, so
+// it never returns early, and the timer only wakes it.
+// Every send and every received message costs one reduction; at the end of a slice the process
+// yields (scheduler.cpp, "Fairness"). After a yield from a send the process acts on its signals, so a
+// process that only sends can still be killed.
+#include <thread>
+
+#include <grove/errc.hpp>
+#include <grove/message.hpp>
+#include <grove/process.hpp>
+
+#include "scheduler.hpp"
+#include "signals.hpp"
+#include "timers.hpp"
+
+namespace grove::internal {
+
+// Blocks a scoped process's thread until woken or the deadline (0: none) passes (scoped_process.cpp).
+void wait_scoped(process* p, std::uint64_t deadline_ns);
+
+// Switches the running process back to its worker; returns when a worker resumes it (maybe
+// another one: the worker that resumes it passes itself in the transfer).
+void park_current(process* p, park_reason why) {
+  worker& w = *current_runtime()->workers[p->worker];  // p->worker: set by the worker running us
+  p->parked = why;
+  transfer t = switch_to(p->ctx, w.sched_ctx, w.thread_stack, nullptr);
+  auto* now_on = static_cast<worker*>(t.data);
+  now_on->sched_ctx.fctx = t.fctx;  // the resuming worker's context, to switch back to next time
+}
+
+namespace {
+
+// One reduction; at the end of the slice, yield. After a yield from a send, act on signals.
+void charge(process* p, bool from_send) {
+  ++p->reductions;
+  if (p->kind != process_kind::scheduled) return;
+  if (p->budget > 1) {
+    --p->budget;
+    return;
+  }
+  park_current(p, park_reason::yield);
+  if (from_send) drain_inbox(p);
+}
+
+void wait_for_wake(process* p, std::uint64_t deadline_ns) {
+  if (p->kind == process_kind::scoped) {
+    wait_scoped(p, deadline_ns);
+    return;
+  }
+  if (deadline_ns && !p->timer_armed) arm_timeout(p, deadline_ns);
+  park_current(p, park_reason::wait);
+}
+
+struct disarm_on_return {
+  process* p;
+  ~disarm_on_return() { disarm_timeout(p); }
+};
+
+int match_nothing(void*, const message_node*) { return -1; }
+
+}  // namespace
+
+}  // namespace grove::internal
+
+namespace grove {
+
+using namespace grove::internal;
+
+namespace detail {
+
+void send_node(pid to, message_node* n) {
+  runtime_state* rt = current_runtime();
+  if (!rt) {
+    destroy_node(n);
+    return;
+  }
+  if (!deliver(*rt, to, n, true)) rt->dead_letters.fetch_add(1, std::memory_order_relaxed);  // statistics
+  if (process* self = current_process()) charge(self, true);
+}
+
+bool send_node_to_name(std::string_view name, message_node* n) {
+  runtime_state* rt = current_runtime();
+  pid to = rt ? rt->names.find(name) : pid();
+  if (to.is_null()) {
+    destroy_node(n);
+    return false;
+  }
+  send_node(to, n);
+  return true;
+}
+
+matched receive_node(match_fn match, void* matcher, std::int64_t timeout_ns) {
+  process* p = current_process();
+  if (!p) throw error(errc::not_in_process);
+  check_pending_exit(p);
+  const bool forever = timeout_ns < 0;
+  const std::uint64_t deadline = forever ? 0 : now_ns() + static_cast<std::uint64_t>(timeout_ns);
+  disarm_on_return disarm{p};
+  message_node* prev = nullptr;  // the last message this call has rejected (scan cursor)
+  message_node* cur = p->saved.head();
+  for (;;) {
+    for (; cur; prev = cur, cur = saved_list::next_of(cur)) {
+      int h = match(matcher, cur);
+      if (h >= 0) {
+        message_node* n = p->saved.remove_after(prev);
+        charge(p, false);
+        return {n, h};
+      }
+    }
+    if (drain_inbox(p)) {
+      cur = prev ? saved_list::next_of(prev) : p->saved.head();
+      continue;
+    }
+    if (!forever && (timeout_ns == 0 || now_ns() >= deadline)) return {nullptr, -1};
+    wait_for_wake(p, deadline);
+  }
+}
+
+}  // namespace detail
+
+pid self() noexcept {
+  process* p = current_process();
+  return p ? p->id() : pid();
+}
+
+void yield() {
+  process* p = current_process();
+  if (!p) throw error(errc::not_in_process);
+  check_pending_exit(p);
+  if (p->kind == process_kind::scoped) {
+    std::this_thread::yield();
+    return;
+  }
+  park_current(p, park_reason::yield);
+  drain_inbox(p);
+}
+
+void exit(exit_reason reason) {
+  process* p = current_process();
+  if (!p) throw error(errc::not_in_process);
+  if (p->kind == process_kind::scoped)
+    throw error(errc::bad_argument, "grove::exit(reason) ends a Grove process; a scoped_process ends when destroyed");
+  die(p, std::move(reason));
+}
+
+bool is_alive(pid id) noexcept {
+  runtime_state* rt = current_runtime();
+  if (!rt) return false;
+  process* q = rt->table.acquire(id);
+  if (!q) return false;
+  bool alive = (q->control.load(std::memory_order_acquire) & ctl_exited) == 0;  // acquire: after its exit's fetch_or
+  rt->table.release(q, worker_index_for(*rt));
+  return alive;
+}
+
+void sleep_for(std::chrono::nanoseconds d) {
+  auto ns = d.count() < 0 ? 0 : d.count();
+  if (ns == 0) {
+    yield();
+    return;
+  }
+  detail::receive_node(&match_nothing, nullptr, ns);
+}
+
+void sleep_until(std::chrono::steady_clock::time_point t) {
+  sleep_for(std::chrono::duration_cast<std::chrono::nanoseconds>(t - std::chrono::steady_clock::now()));
+}
+
+}  // namespace grove

@@ -1,0 +1,22 @@
+// resources.hpp: counts of what Grove holds, for resources_in_use() (the tests' leak check).
+// Process-wide (not per runtime), relaxed: they are statistics, read when nothing else runs.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+
+namespace grove::internal {
+
+struct resource_counters {
+  std::atomic<std::size_t> processes{0};     // PCBs handed out and not yet finalized
+  std::atomic<std::size_t> stack_images{0};  // stack image buffers
+  std::atomic<std::size_t> arenas{0};
+  std::atomic<std::size_t> timers{0};        // pending send_after timers
+};
+
+resource_counters& resources() noexcept;
+
+inline void count_up(std::atomic<std::size_t>& c) noexcept { c.fetch_add(1, std::memory_order_relaxed); }  // statistics
+inline void count_down(std::atomic<std::size_t>& c) noexcept { c.fetch_sub(1, std::memory_order_relaxed); }  // statistics
+
+}  // namespace grove::internal

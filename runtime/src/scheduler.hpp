@@ -1,0 +1,176 @@
+// scheduler.hpp: the runtime's shared state and its workers. The design is in scheduler.cpp.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <grove/runtime.hpp>
+
+#include "context.hpp"
+#include "inject_queue.hpp"
+#include "process.hpp"
+#include "process_table.hpp"
+#include "registry.hpp"
+#include "run_queue.hpp"
+#include "stack_slots.hpp"
+#include "timer_wheel.hpp"
+
+namespace grove::internal {
+
+using runtime_state = grove::runtime::state;
+class worker;
+
+// The worker whose thread calls this, or nullptr on a foreign thread. Reads thread-local storage
+// afresh on every call, so it is safe in a process that may have migrated (never cache it across a
+// park: see the "thread-local state" section of scheduler.cpp).
+worker* this_worker() noexcept;
+// The process running on this thread (a scheduled process, or a scoped_process on a foreign
+// thread); nullptr elsewhere.
+process* current_process() noexcept;
+// The running runtime, or nullptr.
+runtime_state* current_runtime() noexcept;
+std::uint64_t now_ns() noexcept;
+void set_this_worker(worker* w) noexcept;
+void set_scoped_process(process* p) noexcept;
+process* scoped_process_of_thread() noexcept;
+// Wakes a scoped_process blocked in receive on its thread (scoped_process.cpp).
+void wake_scoped(process* p) noexcept;
+void destroy_scoped_waiter(scoped_waiter* w) noexcept;
+// Where a scheduled process starts running (spawn.cpp).
+void process_main(transfer t);
+
+// A send_after timer (timers.cpp).
+struct timer_entry;
+
+class worker {
+ public:
+  worker(runtime_state& rt, unsigned index);
+  worker(const worker&) = delete;
+  worker& operator=(const worker&) = delete;
+
+  void start();
+  void join();
+
+  // Owner thread (process or scheduler context on this worker):
+  void push_local(process* p);        // to the local queue (overflow goes to the inject queue)
+  void push_runnext(process* p);      // to the LIFO slot (the old occupant goes to the local queue)
+  // Any thread: wake this worker if it sleeps past `deadline_ns` (a new timer) or at all.
+  void unpark() noexcept;
+  void unpark_if_sleeping_past(std::uint64_t deadline_ns) noexcept;
+
+  runtime_state& rt;
+  const unsigned index;
+  process* current = nullptr;  // owner: the process running on this worker, if any
+  context sched_ctx;           // owner: the worker's own context while a process runs
+  stack_bounds thread_stack;   // owner: its thread's stack, for ASan
+
+  // Timers of processes that ran here (timers.cpp). Other workers lock it to cancel.
+  std::mutex wheel_lock;
+  timer_wheel wheel;                                 // guarded by wheel_lock
+  std::atomic<std::uint64_t> next_expiry_ns{~0ull};  // shared: a hint for the owner (relaxed); exact under the lock
+
+  run_queue local;                          // owner pushes/pops; thieves steal
+  std::atomic<process*> runnext{nullptr};   // shared: owner sets/takes; a thief takes it only from a stuck worker
+
+  // Statistics: written by the owner (relaxed), read by system_info.
+  std::atomic<std::uint64_t> switches{0}, steals{0}, parks{0}, timers_fired{0}, spawned{0};
+
+ private:
+  friend class scheduler_access;
+  void loop();
+  process* find_work();
+  process* take_local();
+  process* steal_from_others();
+  bool park();
+  void run(process* p);
+  void after_park(process* p);
+  void advance_timers();
+  bool has_visible_work() const noexcept;
+
+  std::thread thread_;
+  std::uint32_t tick_ = 0;          // owner: scheduling rounds
+  std::uint32_t lifo_streak_ = 0;   // owner: consecutive runs from runnext
+  bool searching_ = false;          // owner: counted in runtime_state::searching
+  std::uint64_t rng_ = 0;           // owner: victim order
+  std::vector<std::uint64_t> seen_switches_;  // owner: other workers' switch counts at our last look
+
+  std::mutex park_lock_;
+  std::condition_variable park_cv_;
+  bool wake_pending_ = false;   // guarded by park_lock_
+  bool sleeping_ = false;       // guarded by park_lock_
+  std::uint64_t sleep_until_ = 0;  // guarded by park_lock_
+};
+
+}  // namespace grove::internal
+
+namespace grove {
+
+// The runtime's shared state (grove::runtime holds it; scoped_processes keep it alive past stop()).
+struct runtime::state : std::enable_shared_from_this<runtime::state> {
+  explicit state(const runtime_config& cfg);
+  ~state();
+
+  runtime_config config;
+  internal::process_table table;
+  internal::stack_slots slots;
+  internal::inject_queue injector;
+  internal::registry names;
+  std::vector<std::unique_ptr<internal::worker>> workers;
+
+  // Idle workers (scheduler.cpp, "parking").
+  alignas(64) std::atomic<unsigned> searching{0};  // shared: workers looking for work to steal
+  std::atomic<unsigned> idle_count{0};             // shared: workers parked, or about to
+  std::atomic<unsigned> fence_word{0};             // shared: parking_fence under ThreadSanitizer
+  std::mutex idle_lock;
+  std::vector<internal::worker*> idle_workers;     // guarded by idle_lock
+
+  enum class phase : int { running, stopping, stopped };
+  std::atomic<phase> current_phase{phase::running};  // shared
+  std::atomic<bool> workers_stop{false};             // shared: workers leave their loop once set
+  std::atomic<std::size_t> scoped_live{0};           // shared: scoped processes alive
+  std::mutex exits_lock;
+  std::condition_variable exits_cv;                  // notified when a process exits while stop() waits
+  std::atomic<bool> stopper_waiting{false};          // shared
+
+  alignas(64) std::atomic<std::uint64_t> next_ref{1};  // shared: monitor and request ids
+  alignas(64) std::atomic<std::uint64_t> dead_letters{0};
+  std::atomic<std::uint64_t> foreign_spawned{0};
+  std::atomic<unsigned> timer_round_robin{0};
+
+  // Pending send_after timers (timers.cpp), for cancellation at stop.
+  std::atomic<std::size_t> pending_timers{0};
+
+  std::size_t stack_slot_count = 0;
+
+  // Scheduling (scheduler.cpp).
+  void schedule(internal::process* p);      // p just became NOTIFIED: put it in a queue
+  void wake(internal::process* p) noexcept; // make p runnable if it is not running or queued
+  void notify_work() noexcept;              // new work is visible: make sure someone looks
+  void wake_one_idle() noexcept;
+  void process_exited(internal::process* p, bool scoped) noexcept;
+};
+
+}  // namespace grove
+
+namespace grove::internal {
+
+// The seq_cst fence of the parking protocol (scheduler.cpp, "Parking"). ThreadSanitizer does not
+// model fences, so under it both sides instead do a seq_cst read-modify-write on one shared word:
+// whichever comes second in that word's order synchronises with the first, which gives the same
+// "one of us sees the other" guarantee in a form TSan checks.
+inline void parking_fence(runtime_state& rt) noexcept {
+#if defined(__SANITIZE_THREAD__)
+  rt.fence_word.fetch_add(1, std::memory_order_seq_cst);
+#else
+  (void)rt;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+}
+
+}  // namespace grove::internal

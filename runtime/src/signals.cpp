@@ -1,0 +1,355 @@
+// signals.cpp: links, monitors and exit signals, with Erlang's rules (DESIGN-NOTES §5).
+//
+// Signals are mailbox nodes whose type is marked `is_signal` (grove/detail/message_node.hpp). They
+// travel in the same queue as messages, so from one sender to one receiver everything arrives in
+// send order, and they are acted on by the receiving process itself, in drain_inbox(), when it next
+// runs a receive, a yield or a send that ends its slice. Each process changes only its own link set
+// and monitor maps; the other side learns by a signal (OTP's rule: no process ever locks another).
+//
+// The signals and what the receiver does:
+//   link{from}            add `from` to its links
+//   unlink{from}          remove it
+//   monitor{from, ref}    remember that `from` monitors it under `ref`
+//   demonitor{from, ref}  forget it
+//   down{from, ref, why}  if it still holds monitor `ref`, drop it and queue a `down` message (a
+//                         demonitor in between makes the down vanish: demonitor's guarantee)
+//   exit{from, why, link} Erlang's rules:
+//       - why == kill, sent directly (not through a link): die `killed`, trapping or not;
+//       - through a link the receiver no longer has (it unlinked): ignore;
+//       - trapping exits: queue an exit_signal message (kill through a link included);
+//       - why == normal: ignore, unless it is the receiver's own exit(self(), normal);
+//       - otherwise: die with `why`.
+//   info{request}         answer process_info (introspection.cpp)
+//
+// Exit protocol (exit_process, run by the exiting process on its own stack):
+//   1. set EXITED in the control word (later wakes are no-ops);
+//   2. act on the signals already in its inbox (so a link made just before is honoured);
+//   3. drop its registered name; cancel its timer;
+//   4. exit{self, reason, link} to each link, down{self, ref, reason} to each monitor on it,
+//      demonitor to each process it monitors;
+//   5. free its messages, arena and function; its stack slot is released by the worker.
+// Signals that arrive after step 2 are answered when the last reference to the PCB is dropped
+// (finalize_process): link → exit{noproc}, monitor → down{noproc}, info → "gone". Nothing is lost.
+#include "signals.hpp"
+
+#include <exception>
+
+#include <fmt/format.h>
+
+#include <grove/errc.hpp>
+#include <grove/link.hpp>
+
+#include "arena.hpp"
+#include "memory.hpp"
+#include "timers.hpp"
+
+namespace grove::internal {
+
+namespace {
+
+struct link_signal { pid from; };
+struct unlink_signal { pid from; };
+struct exit_signal_node { pid from; exit_reason reason; bool via_link; };
+struct monitor_signal { pid from; std::uint64_t ref; };
+struct demonitor_signal { pid from; std::uint64_t ref; };
+struct down_signal { pid from; std::uint64_t ref; exit_reason reason; };
+struct info_signal { std::shared_ptr<info_request> request; };
+
+template <class T>
+inline constexpr detail::message_type signal_type{&detail::type_name_of<T>, &detail::destroy_typed<T>, true};
+
+template <class T, class... A>
+message_node* make_signal(A&&... a) {
+  message_node* n = detail::make_node<T>(T{std::forward<A>(a)...});
+  n->type = &signal_type<T>;
+  return n;
+}
+
+template <class T>
+T* signal_as(message_node* n) noexcept {
+  return n->type == &signal_type<T> ? &static_cast<detail::typed_node<T>*>(n)->value : nullptr;
+}
+
+// Acts on one signal (consumes it). True if it queued a message for the process.
+bool handle_signal(process* p, message_node* n) {
+  detail::node_owner owner(n);
+  if (auto* s = signal_as<link_signal>(n)) {
+    p->ensure_extra().links.insert(s->from);
+    return false;
+  }
+  if (auto* s = signal_as<unlink_signal>(n)) {
+    if (p->extra) p->extra->links.erase(s->from);
+    return false;
+  }
+  if (auto* s = signal_as<monitor_signal>(n)) {
+    p->ensure_extra().monitored_by.emplace(s->ref, s->from);
+    return false;
+  }
+  if (auto* s = signal_as<demonitor_signal>(n)) {
+    if (p->extra) p->extra->monitored_by.erase(s->ref);
+    return false;
+  }
+  if (auto* s = signal_as<down_signal>(n)) {
+    if (p->exiting || !p->extra || p->extra->monitors.erase(s->ref) == 0) return false;
+    p->saved.append(detail::make_node<down>(down{monitor_ref{s->ref, s->from}, s->from, std::move(s->reason)}));
+    return true;
+  }
+  if (auto* s = signal_as<info_signal>(n)) {
+    answer_info(p, *s->request);
+    return false;
+  }
+  if (auto* s = signal_as<exit_signal_node>(n)) {
+    if (p->exiting) return false;  // already on its way out
+    if (!s->via_link && s->reason.is_kill()) die(p, exit_reason::killed());
+    if (s->via_link) {
+      if (!p->extra || p->extra->links.erase(s->from) == 0) return false;  // unlinked meanwhile
+    }
+    if (p->trap_exit) {
+      p->saved.append(detail::make_node<exit_signal>(exit_signal{s->from, std::move(s->reason)}));
+      return true;
+    }
+    if (s->reason.is_normal()) {
+      if (!s->via_link && s->from == p->id()) die(p, exit_reason::normal());
+      return false;
+    }
+    die(p, std::move(s->reason));
+  }
+  return false;  // an unknown signal type cannot happen; dropping it is the safe answer
+}
+
+// Step 2 of the exit protocol: act on what is queued, without dying again.
+void drain_for_exit(process* p) noexcept {
+  while (message_node* n = p->mail.pop()) {
+    if (!n->type->is_signal) {
+      detail::destroy_node(n);
+      continue;
+    }
+    try {
+      handle_signal(p, n);  // p->exiting: exit signals are ignored, so this does not throw exit_unwind
+    } catch (...) {
+      // Out of memory while recording a link: the link is lost, the exit goes on.
+    }
+  }
+}
+
+}  // namespace
+
+int worker_index_for(const runtime_state& rt) noexcept {
+  worker* w = this_worker();
+  return (w && &w->rt == &rt) ? static_cast<int>(w->index) : -1;
+}
+
+bool deliver(runtime_state& rt, pid to, message_node* n, bool wake) noexcept {
+  process* q = rt.table.acquire(to);
+  if (!q) {
+    detail::destroy_node(n);
+    return false;
+  }
+  q->mail.push(n);
+  if (wake) rt.wake(q);
+  rt.table.release(q, worker_index_for(rt));
+  return true;
+}
+
+void send_exit_signal(runtime_state& rt, process* q, pid from, exit_reason reason, bool via_link) noexcept {
+  try {
+    q->mail.push(make_signal<exit_signal_node>(from, std::move(reason), via_link));
+  } catch (...) {
+    return;  // out of memory: the signal is lost
+  }
+  rt.wake(q);
+}
+
+bool drain_inbox(process* p) {
+  bool queued = false;
+  while (message_node* n = p->mail.pop()) {
+    if (!n->type->is_signal) {
+      p->saved.append(n);
+      queued = true;
+      continue;
+    }
+    queued |= handle_signal(p, n);
+  }
+  return queued;
+}
+
+void check_pending_exit(process* p) {
+  if (!p->exiting) return;
+  if (p->kind == process_kind::scoped) throw error(errc::noproc, "this thread's scoped_process has exited");
+  if (std::uncaught_exceptions() > 0) return;
+  throw exit_unwind{p->extra ? p->extra->reason : exit_reason::killed()};
+}
+
+void die(process* p, exit_reason reason) {
+  if (p->kind == process_kind::scoped) {
+    std::string text = fmt::format("this thread's scoped_process {} was ended by an exit signal: {}", p->id(), reason);
+    exit_process(current_runtime(), p, reason);
+    throw error(errc::noproc, text);
+  }
+  p->exiting = true;
+  p->ensure_extra().reason = reason;
+  throw exit_unwind{std::move(reason)};
+}
+
+void exit_process(runtime_state* rt, process* p, const exit_reason& reason) noexcept {
+  p->exiting = true;
+  // 1. acq_rel: later wakes see EXITED and do nothing; orders us after earlier wakes
+  p->control.fetch_or(ctl_exited, std::memory_order_acq_rel);
+  // 2.
+  drain_for_exit(p);
+  // 3.
+  disarm_timeout(p);
+  const pid self = p->id();
+  if (rt && p->has_name.load(std::memory_order_acquire)) rt->names.remove_process(self);  // acquire: pairs with register
+  // 4.
+  if (process_extra* ex = p->extra; ex && rt) {
+    try {
+      for (pid l : ex->links) deliver(*rt, l, make_signal<exit_signal_node>(self, reason, true), true);
+      for (auto& [ref, watcher] : ex->monitored_by)
+        deliver(*rt, watcher, make_signal<down_signal>(self, ref, reason), true);
+      for (auto& [ref, target] : ex->monitors) deliver(*rt, target, make_signal<demonitor_signal>(self, ref), false);
+    } catch (...) {
+      // Out of memory building a signal: the remaining ones are lost. Nothing else can be done here.
+    }
+  }
+  // 5.
+  while (!p->saved.empty()) detail::destroy_node(p->saved.remove_after(nullptr));
+  if (p->extra) {
+    destroy_arena(p);
+    delete p->extra;
+    p->extra = nullptr;
+  }
+  if (p->entry) {
+    p->entry->destroy(p->entry_fn);
+    if (p->entry_fn != p->inline_entry) free_bytes(p->entry_fn, p->entry->size);
+    p->entry = nullptr;
+    p->entry_fn = nullptr;
+  }
+}
+
+void finalize_process(runtime_state& owner, process* p) noexcept {
+  runtime_state* rt = &owner;  // its own runtime, even if another one runs now
+  const pid self = p->id();
+  while (message_node* n = p->mail.pop()) {
+    try {
+      if (auto* s = signal_as<link_signal>(n); s && rt) {
+        deliver(*rt, s->from, make_signal<exit_signal_node>(self, exit_reason::noproc(), true), true);
+      } else if (auto* m = signal_as<monitor_signal>(n); m && rt) {
+        deliver(*rt, m->from, make_signal<down_signal>(self, m->ref, exit_reason::noproc()), true);
+      } else if (auto* i = signal_as<info_signal>(n)) {
+        answer_info_gone(*i->request);
+      } else if (!n->type->is_signal && rt) {
+        rt->dead_letters.fetch_add(1, std::memory_order_relaxed);  // statistics
+      }
+    } catch (...) {
+      // Out of memory: that answer is lost.
+    }
+    detail::destroy_node(n);
+  }
+  if (p->waiter) {
+    destroy_scoped_waiter(p->waiter);
+    p->waiter = nullptr;
+  }
+}
+
+message_node* make_info_signal(std::shared_ptr<info_request> req) { return make_signal<info_signal>(std::move(req)); }
+
+}  // namespace grove::internal
+
+// ---- the public API (grove/link.hpp) ----
+
+namespace grove {
+
+using namespace grove::internal;
+
+namespace {
+
+process* require_process() {
+  process* p = current_process();
+  if (!p) throw error(errc::not_in_process);
+  check_pending_exit(p);
+  return p;
+}
+
+runtime_state& require_runtime() {
+  runtime_state* rt = current_runtime();
+  if (!rt) throw error(errc::not_running);
+  return *rt;
+}
+
+}  // namespace
+
+void link(pid other) {
+  process* p = require_process();
+  runtime_state& rt = require_runtime();
+  if (other == p->id()) return;
+  process_extra& ex = p->ensure_extra();
+  if (ex.links.count(other)) return;
+  ex.links.insert(other);
+  if (!deliver(rt, other, make_signal<link_signal>(p->id()), false)) {
+    ex.links.erase(other);
+    if (!p->trap_exit) throw error(errc::noproc, fmt::format("link: {} does not exist", other));
+    p->mail.push(detail::make_node<exit_signal>(exit_signal{other, exit_reason::noproc()}));
+  }
+}
+
+void unlink(pid other) {
+  process* p = require_process();
+  runtime_state& rt = require_runtime();
+  if (!p->extra || p->extra->links.erase(other) == 0) return;
+  deliver(rt, other, make_signal<unlink_signal>(p->id()), false);
+}
+
+monitor_ref monitor(pid target) {
+  process* p = require_process();
+  runtime_state& rt = require_runtime();
+  std::uint64_t ref = rt.next_ref.fetch_add(1, std::memory_order_relaxed);  // uniqueness is all we need
+  p->ensure_extra().monitors.emplace(ref, target);
+  if (!deliver(rt, target, make_signal<monitor_signal>(p->id(), ref), false)) {
+    // The target is gone: the down comes at once, through the same path as any other.
+    p->mail.push(make_signal<down_signal>(target, ref, exit_reason::noproc()));
+  }
+  return monitor_ref{ref, target};
+}
+
+bool demonitor(const monitor_ref& ref, bool flush) {
+  process* p = require_process();
+  bool active = p->extra && p->extra->monitors.erase(ref.id) > 0;
+  if (active) {
+    if (runtime_state* rt = current_runtime()) deliver(*rt, ref.target, make_signal<demonitor_signal>(p->id(), ref.id), false);
+  }
+  if (flush) {
+    drain_inbox(p);  // a down already in the inbox is dropped here (the monitor is gone)
+    message_node* prev = nullptr;
+    for (message_node* n = p->saved.head(); n;) {
+      message_node* next = saved_list::next_of(n);
+      if (n->type == detail::type_id<down>() && static_cast<detail::typed_node<down>*>(n)->value.ref.id == ref.id) {
+        detail::destroy_node(p->saved.remove_after(prev));
+      } else {
+        prev = n;
+      }
+      n = next;
+    }
+  }
+  return active;
+}
+
+bool trap_exit(bool on) {
+  process* p = require_process();
+  bool old = p->trap_exit;
+  p->trap_exit = on;
+  return old;
+}
+
+void exit(pid target, exit_reason reason) {
+  runtime_state* rt = current_runtime();
+  if (!rt) return;
+  process* self = current_process();
+  process* q = rt->table.acquire(target);
+  if (!q) return;
+  send_exit_signal(*rt, q, self ? self->id() : pid(), std::move(reason), false);
+  rt->table.release(q, worker_index_for(*rt));
+  if (self && self == q) drain_inbox(self);  // a signal to oneself acts now
+}
+
+}  // namespace grove

@@ -1,0 +1,121 @@
+// spawn.cpp: creating a process, and the first and last moments of its life on its own stack.
+//
+// spawn: take a PCB from the table (the process limit is enforced there), move the function object
+// into the PCB (inline when it fits in 32 bytes, else on the heap), set up spawn_link/spawn_monitor
+// before anyone can see the new pid (so they are atomic, as in Erlang), then queue it: on the
+// spawning worker's local queue, or the inject queue from a foreign thread. It is born NOTIFIED
+// (process_table.cpp), so it is queued exactly once.
+//
+// process_main: runs the function; a return is exit reason `normal`, exit_unwind carries its reason,
+// any other exception becomes exit_reason::exception(what()). Then the exit protocol (signals.cpp),
+// then the last switch to whichever worker runs it now, never to return.
+#include <typeinfo>
+
+#include <grove/process.hpp>
+
+#include "memory.hpp"
+#include "scheduler.hpp"
+#include "signals.hpp"
+
+namespace grove::internal {
+
+namespace {
+
+exit_reason run_function(process* p) noexcept {
+  try {
+    p->entry->run(p->entry_fn);
+    return exit_reason::normal();
+  } catch (exit_unwind& e) {
+    return std::move(e.reason);
+  } catch (const std::exception& e) {
+    return exit_reason::exception(e.what(), typeid(e).name());
+  } catch (...) {
+    return exit_reason::exception("unknown exception (not derived from std::exception)");
+  }
+}
+
+}  // namespace
+
+void process_main(transfer t) {
+  auto* w = static_cast<worker*>(t.data);
+  w->sched_ctx.fctx = t.fctx;
+  process* p = w->current;
+  finish_first_switch(p->ctx);
+  exit_reason reason = run_function(p);
+  if (p->exiting && p->extra && !reason.is_normal() && reason != p->extra->reason) {
+    reason = p->extra->reason;  // a swallowed kill wins over what the function did next
+  }
+  runtime_state* rt = current_runtime();
+  exit_process(rt, p, reason);
+  worker& now_on = *rt->workers[p->worker];  // maybe not w: the process may have migrated
+  p->parked = park_reason::exit;
+  exit_to(now_on.sched_ctx, now_on.thread_stack, nullptr);
+}
+
+}  // namespace grove::internal
+
+namespace grove::detail {
+
+using namespace grove::internal;
+
+result<spawned> spawn_entry(const spawn_options& options, const entry_ops& ops, void* fn) {
+  runtime_state* rt = current_runtime();
+  if (!rt || rt->current_phase.load(std::memory_order_acquire) != runtime_state::phase::running) return errc::not_running;
+  process* parent = current_process();
+  if ((options.link || options.monitor) && (!parent || parent->exiting)) return errc::not_in_process;
+  const int widx = worker_index_for(*rt);
+  process* p = rt->table.allocate(widx);
+  if (!p) return errc::process_limit;
+
+  p->kind = process_kind::scheduled;
+  p->ctx = context{};  // no exception state or sanitizer state from the PCB's previous process
+  p->parked = park_reason::none;
+  p->timer_armed = false;
+  p->trap_exit = options.trap_exit;
+  p->exiting = false;
+  p->reductions = 0;
+  p->budget = 0;
+  try {
+    void* storage = p->inline_entry;
+    if (ops.size > inline_entry_bytes || ops.align > alignof(std::max_align_t)) storage = allocate_bytes(ops.size);
+    try {
+      ops.move_construct(storage, fn);
+    } catch (...) {
+      if (storage != p->inline_entry) free_bytes(storage, ops.size);
+      throw;
+    }
+    p->entry = &ops;
+    p->entry_fn = storage;
+    if (options.max_heap_bytes) p->ensure_extra().max_heap_bytes = options.max_heap_bytes;
+  } catch (...) {
+    exit_process(rt, p, exit_reason::normal());
+    rt->process_exited(p, false);
+    rt->table.release(p, widx);
+    throw;
+  }
+
+  spawned result{p->id(), {}};
+  if (options.link) {
+    parent->ensure_extra().links.insert(result.pid);
+    p->ensure_extra().links.insert(parent->id());
+  }
+  if (options.monitor) {
+    std::uint64_t ref = rt->next_ref.fetch_add(1, std::memory_order_relaxed);  // uniqueness is all we need
+    parent->ensure_extra().monitors.emplace(ref, result.pid);
+    p->ensure_extra().monitored_by.emplace(ref, parent->id());
+    result.monitor = monitor_ref{ref, result.pid};
+  }
+
+  worker* w = this_worker();
+  if (w && &w->rt == rt) {
+    w->spawned.fetch_add(1, std::memory_order_relaxed);  // statistics
+    w->push_local(p);
+  } else {
+    rt->foreign_spawned.fetch_add(1, std::memory_order_relaxed);  // statistics
+    rt->injector.push(p);
+  }
+  rt->notify_work();
+  return result;
+}
+
+}  // namespace grove::detail

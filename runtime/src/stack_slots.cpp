@@ -1,0 +1,180 @@
+// stack_slots.cpp: see stack_slots.hpp for the protocol.
+#include "stack_slots.hpp"
+
+#include <cstring>
+#include <new>
+
+#include "memory.hpp"
+#include "process.hpp"
+#include "resources.hpp"
+#include "sanitizers.hpp"
+
+namespace grove::internal {
+
+namespace {
+
+constexpr std::size_t image_granule = 64;  // images are allocated in multiples of this
+
+std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
+#if GROVE_ASAN
+// AddressSanitizer's shadow of [addr, addr + bytes): one byte per 8 (x86-64 Linux: scale 3).
+unsigned char* shadow_of(const void* addr) noexcept {
+  static const auto mapping = [] {
+    std::size_t scale = 0, offset = 0;
+    __asan_get_shadow_mapping(&scale, &offset);
+    return std::pair<std::size_t, std::size_t>(scale, offset);
+  }();
+  return reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(addr) >> mapping.first) + mapping.second);
+}
+// Shadow memory must be copied with uninstrumented byte moves (memcpy would be intercepted).
+GROVE_NO_SANITIZE void copy_shadow(volatile unsigned char* to, const volatile unsigned char* from, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) to[i] = from[i];
+}
+#endif
+
+}  // namespace
+
+stack_slots::stack_slots(unsigned count, std::size_t stack_bytes, unsigned workers)
+    : slots_(count), cursors_(workers) {
+  std::size_t page = page_bytes();
+  stack_bytes_ = round_up(stack_bytes, page);
+  stride_ = stack_bytes_ + page;
+  region_bytes_ = stride_ * count;
+  region_ = static_cast<char*>(reserve_region(region_bytes_, false));
+  for (unsigned i = 0; i < count; ++i) protect_region(region_ + i * stride_, page);  // the guard page
+  share_ = count / (workers ? workers : 1);
+  if (share_ == 0) share_ = 1;
+}
+
+stack_slots::~stack_slots() { release_region(region_, region_bytes_); }
+
+char* stack_slots::top_of(std::uint32_t index) const noexcept { return region_ + (index + 1) * stride_; }
+
+void* stack_slots::stack_top(const process* p) const noexcept { return top_of(p->slot); }
+
+stack_bounds stack_slots::bounds(const process* p) const noexcept {
+  return {top_of(p->slot) - stack_bytes_, stack_bytes_};
+}
+
+std::size_t stack_slots::live_bytes(const process* p) const noexcept {
+  if (p->slot == no_slot || !p->started) return 0;
+  if (p->ctx.fctx) return static_cast<std::size_t>(top_of(p->slot) - static_cast<char*>(p->ctx.fctx));
+  return p->image_bytes;
+}
+
+bool stack_slots::try_take(slot& s) noexcept {
+  std::uint32_t expected = 0;
+  // acquire: pairs with release()'s release, so the previous holder's stack writes are visible
+  return s.state.compare_exchange_strong(expected, 1, std::memory_order_acquire, std::memory_order_relaxed);
+}
+
+bool stack_slots::take_or_wait(slot& s, process* p) noexcept {
+  if (try_take(s)) return true;
+  std::lock_guard<std::mutex> g(s.waiters_lock);
+  for (;;) {
+    std::uint32_t st = s.state.load(std::memory_order_relaxed);  // re-checked by the CASes below
+    if (st == 0) {
+      if (try_take(s)) return true;
+      continue;
+    }
+    // Mark "has waiters" so the holder takes the slow path in release() and sees us.
+    if (st == 1 && !s.state.compare_exchange_weak(st, 2, std::memory_order_relaxed)) continue;  // the lock orders the list
+    p->next_waiter = s.waiters;
+    s.waiters = p;
+    return false;
+  }
+}
+
+bool stack_slots::acquire(process* p, unsigned worker) noexcept {
+  if (p->slot == no_slot) {
+    // Bind: round-robin over this worker's share; take the first free one.
+    unsigned base = (worker * share_) % count();
+    unsigned& next = cursors_[worker].next;
+    for (unsigned i = 0; i < share_; ++i) {
+      unsigned index = base + (next++ % share_);
+      if (try_take(slots_[index])) {
+        p->slot = index;
+        return true;
+      }
+    }
+    p->slot = base + (next++ % share_);  // all busy (thieves hold them): wait for this one
+  }
+  return take_or_wait(slots_[p->slot], p);
+}
+
+process* stack_slots::release(process* p) noexcept {
+  slot& s = slots_[p->slot];
+  std::uint32_t expected = 1;
+  // release: publishes our writes to the stack and images to the next holder
+  if (s.state.compare_exchange_strong(expected, 0, std::memory_order_release, std::memory_order_relaxed)) return nullptr;
+  std::lock_guard<std::mutex> g(s.waiters_lock);
+  process* waiters = s.waiters;
+  s.waiters = nullptr;
+  s.state.store(0, std::memory_order_release);  // as above
+  return waiters;
+}
+
+void stack_slots::evict(slot& s, process* q) {
+  char* top = top_of(q->slot);
+  char* sp = static_cast<char*>(q->ctx.fctx);
+  std::size_t live = static_cast<std::size_t>(top - sp);
+  std::size_t need = live;
+#if GROVE_ASAN
+  need += live / 8;  // the shadow bytes travel with the image
+#endif
+  if (need > q->image_capacity) {
+    std::size_t cap = round_up(need, image_granule);
+    void* fresh = allocate_bytes(cap);  // may throw: nothing has changed yet
+    if (q->image) {
+      free_bytes(q->image, q->image_capacity);
+    } else {
+      count_up(resources().stack_images);
+    }
+    q->image = fresh;
+    q->image_capacity = static_cast<std::uint32_t>(cap);
+  }
+#if GROVE_ASAN
+  copy_shadow(static_cast<unsigned char*>(q->image) + live, shadow_of(sp), live / 8);
+  __asan_unpoison_memory_region(sp, live);  // its frames' redzones no longer describe this memory
+#endif
+  std::memcpy(q->image, sp, live);
+  q->image_bytes = static_cast<std::uint32_t>(live);
+  s.resident = nullptr;
+  copies_.fetch_add(1, std::memory_order_relaxed);  // statistics only
+}
+
+void stack_slots::make_resident(process* p) {
+  slot& s = slots_[p->slot];
+  if (s.resident == p) return;
+  if (s.resident) evict(s, s.resident);
+  if (p->started) {
+    char* top = top_of(p->slot);
+    char* sp = top - p->image_bytes;
+    std::memcpy(sp, p->image, p->image_bytes);
+#if GROVE_ASAN
+    copy_shadow(shadow_of(sp), static_cast<unsigned char*>(p->image) + p->image_bytes, p->image_bytes / 8);
+#endif
+  }
+  s.resident = p;
+}
+
+void stack_slots::forget(process* p) noexcept {
+  if (p->slot == no_slot) return;
+  slot& s = slots_[p->slot];
+  if (s.resident == p) {
+    s.resident = nullptr;
+#if GROVE_ASAN
+    __asan_unpoison_memory_region(top_of(p->slot) - stack_bytes_, stack_bytes_);  // its last frames never returned
+#endif
+  }
+  if (p->image) {
+    free_bytes(p->image, p->image_capacity);
+    count_down(resources().stack_images);
+  }
+  p->image = nullptr;
+  p->image_bytes = 0;
+  p->image_capacity = 0;
+}
+
+}  // namespace grove::internal

@@ -1,0 +1,98 @@
+// stack_slots.hpp: execution stacks shared by all workers, used as a cache of process stacks.
+//
+// Why (the numbers are in DESIGN-NOTES §1-2): a fresh 4 KiB page costs ~12.9 µs to fault in on
+// this project's machines, so one stack per process would make a million sleeping processes cost
+// ~4.1 GB and ~15 µs each to spawn. Instead, processes run on a few large execution stacks at fixed
+// addresses (the slots) and a parked process's live stack (a few hundred bytes) is copied out only
+// when another process needs its slot.
+//
+// Protocol:
+//   1. A process is bound to one slot when it first runs, for life: its saved image holds absolute
+//      pointers into that slot, so it can only resume at the same address. Slots are shared by all
+//      workers, so any worker can resume it: that is how started processes migrate.
+//   2. To run a process, a worker acquires its slot exclusively (acquire()). If another worker holds
+//      it, the process joins the slot's waiters and the releasing worker requeues it (release()).
+//   3. While holding the slot, make_resident() copies the resident process's image out (evict) if it
+//      is not the one to run, then copies the runner's image in. Eviction is lazy: a parked process's
+//      stack stays in the slot until someone else needs the slot, so a process that resumes soon
+//      after parking (a ping-pong partner) pays no copy.
+//   4. A process's image fields and a slot's `resident` are touched only while holding that slot.
+//   5. Each worker binds new processes round-robin over its own share of the slots, so workers rarely
+//      contend; contention appears only when a process that migrated runs while its old worker uses
+//      the same slot.
+// Overflow: each slot has a guard page below it (one mprotect each: 2 × slots mappings, far from the
+// 65,530 map limit). AddressSanitizer: images carry their shadow bytes with them, so ASan's view of
+// each parked stack survives eviction (saving bytes alone gives false reports, DESIGN-NOTES §2).
+//
+// Rejected: a stack per process (memory and spawn cost above; and guard pages for a million stacks
+// exceed vm.max_map_count); copy-stacks pinned to one worker (no migration of started processes);
+// segmented/growable stacks (need compiler support and still touch a fresh page per process).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "context.hpp"
+
+namespace grove::internal {
+
+struct process;
+
+class stack_slots {
+ public:
+  stack_slots(unsigned count, std::size_t stack_bytes, unsigned workers);
+  ~stack_slots();
+  stack_slots(const stack_slots&) = delete;
+  stack_slots& operator=(const stack_slots&) = delete;
+
+  unsigned count() const noexcept { return static_cast<unsigned>(slots_.size()); }
+  std::size_t stack_bytes() const noexcept { return stack_bytes_; }
+
+  // Binds p to a slot if it has none (choosing among worker's share), then tries to take the slot.
+  // True: the caller holds it. False: p is parked on the slot's waiters; release() will return it.
+  bool acquire(process* p, unsigned worker) noexcept;
+  // Releases p's slot; returns the waiters (linked through process::next_waiter) to requeue.
+  process* release(process* p) noexcept;
+  // Caller holds p's slot: make p's stack the one in the slot. Throws std::bad_alloc if an image
+  // cannot be allocated (nothing has changed then).
+  void make_resident(process* p);
+  // Caller holds p's slot and p has exited: forget its image and residency.
+  void forget(process* p) noexcept;
+
+  void* stack_top(const process* p) const noexcept;
+  stack_bounds bounds(const process* p) const noexcept;
+  // Live stack bytes of a parked process (from its saved context) or of its saved image.
+  std::size_t live_bytes(const process* p) const noexcept;
+
+  std::uint64_t image_copies() const noexcept { return copies_.load(std::memory_order_relaxed); }
+
+ private:
+  struct alignas(64) slot {
+    std::atomic<std::uint32_t> state{0};  // shared: 0 free, 1 held, 2 held with waiters
+    std::mutex waiters_lock;               // guards waiters (slow path only)
+    process* waiters = nullptr;            // guarded by waiters_lock
+    process* resident = nullptr;           // slot: whose stack is in it
+  };
+  struct alignas(64) worker_cursor {
+    unsigned next = 0;  // owner: that worker
+  };
+
+  bool try_take(slot& s) noexcept;
+  bool take_or_wait(slot& s, process* p) noexcept;
+  void evict(slot& s, process* q);
+  char* top_of(std::uint32_t index) const noexcept;
+
+  std::vector<slot> slots_;
+  std::vector<worker_cursor> cursors_;
+  std::size_t stack_bytes_ = 0;
+  std::size_t stride_ = 0;  // guard page + stack
+  char* region_ = nullptr;
+  std::size_t region_bytes_ = 0;
+  unsigned share_ = 1;  // slots per worker for binding
+  std::atomic<std::uint64_t> copies_{0};  // statistics: evictions that copied an image out
+};
+
+}  // namespace grove::internal

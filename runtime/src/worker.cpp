@@ -1,0 +1,295 @@
+// worker.cpp: one worker thread's loop: find a process, run it until it parks, repeat; sleep when
+// there is nothing to do. The protocols (where work comes from, states, parking) are described in
+// scheduler.cpp; the stack slots in stack_slots.hpp.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "scheduler.hpp"
+#include "signals.hpp"
+#include "timers.hpp"
+
+namespace grove::internal {
+
+namespace {
+constexpr std::uint32_t global_queue_interval = 61;  // Go's: check the inject queue first every 61 rounds
+constexpr std::uint32_t lifo_streak_max = 3;         // tokio's cap on consecutive LIFO-slot runs
+constexpr int steal_rounds = 4;                      // Go's: passes over all victims before parking
+constexpr std::size_t inject_batch = 32;             // processes taken from the inject queue at once
+}  // namespace
+
+worker::worker(runtime_state& r, unsigned i)
+    : rt(r), index(i), wheel(now_ns()), rng_(0x9E3779B97F4A7C15ull * (i + 1)), seen_switches_(r.config.workers, ~0ull) {}
+
+void worker::start() {
+  thread_ = std::thread([this] { loop(); });
+}
+
+void worker::join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void worker::push_local(process* p) {
+  if (local.push(p)) return;
+  // Full: move half of the queue and p to the inject queue (Go's runqputslow).
+  process* batch[run_queue::capacity / 2 + 1];
+  std::uint32_t n = local.pop_half(batch);
+  batch[n++] = p;
+  rt.injector.push_bulk(batch, n);
+}
+
+void worker::push_runnext(process* p) {
+  // release: the new occupant's queue entry is published to a thief that exchanges it out
+  process* old = runnext.exchange(p, std::memory_order_acq_rel);
+  if (old) {
+    push_local(old);
+    rt.notify_work();
+  }
+}
+
+void worker::unpark() noexcept {
+  std::lock_guard<std::mutex> g(park_lock_);
+  wake_pending_ = true;
+  park_cv_.notify_one();
+}
+
+void worker::unpark_if_sleeping_past(std::uint64_t deadline_ns) noexcept {
+  std::lock_guard<std::mutex> g(park_lock_);
+  if (sleeping_ && sleep_until_ > deadline_ns) {
+    wake_pending_ = true;
+    park_cv_.notify_one();
+  }
+}
+
+process* worker::take_local() {
+  process* p = nullptr;
+  if (lifo_streak_ < lifo_streak_max) {
+    p = runnext.exchange(nullptr, std::memory_order_acq_rel);  // acq_rel: see push_runnext
+    if (p) {
+      ++lifo_streak_;
+      return p;
+    }
+  }
+  lifo_streak_ = 0;
+  if ((p = local.pop())) return p;
+  return runnext.exchange(nullptr, std::memory_order_acq_rel);  // the queue is empty: the cap does not matter
+}
+
+process* worker::steal_from_others() {
+  const unsigned n = static_cast<unsigned>(rt.workers.size());
+  if (n < 2) return nullptr;
+  process* batch[run_queue::capacity / 2];
+  rng_ ^= rng_ << 13;
+  rng_ ^= rng_ >> 7;
+  rng_ ^= rng_ << 17;
+  unsigned start = static_cast<unsigned>(rng_ % n);
+  for (unsigned k = 0; k < n; ++k) {
+    unsigned v = (start + k) % n;
+    if (v == index) continue;
+    worker& victim = *rt.workers[v];
+    std::uint32_t got = victim.local.steal_half(batch);
+    if (got == 0) {
+      // Its LIFO slot only if the victim is stuck in one process (scheduler.cpp, "Where work comes from").
+      std::uint64_t sw = victim.switches.load(std::memory_order_relaxed);  // a heuristic: any recent value will do
+      if (victim.runnext.load(std::memory_order_relaxed) != nullptr && seen_switches_[v] == sw) {
+        if (process* p = victim.runnext.exchange(nullptr, std::memory_order_acq_rel)) {  // acq_rel: see push_runnext
+          steals.fetch_add(1, std::memory_order_relaxed);  // statistics
+          return p;
+        }
+      }
+      seen_switches_[v] = sw;
+      continue;
+    }
+    steals.fetch_add(got, std::memory_order_relaxed);  // statistics
+    for (std::uint32_t i = 1; i < got; ++i) local.push(batch[i]);  // our queue is empty: they fit
+    return batch[0];
+  }
+  return nullptr;
+}
+
+bool worker::has_visible_work() const noexcept {
+  if (rt.injector.size_approx() > 0) return true;
+  for (auto& w : rt.workers) {
+    if (w->local.size() > 0) return true;
+    if (w.get() != this && w->runnext.load(std::memory_order_relaxed) != nullptr) return true;  // after the fence in park
+  }
+  return false;
+}
+
+process* worker::find_work() {
+  ++tick_;
+  advance_timers();
+  process* p = nullptr;
+  if (tick_ % global_queue_interval == 0 && rt.injector.try_pop(p)) return p;
+  if ((p = take_local())) return p;
+  process* batch[inject_batch];
+  if (std::size_t n = rt.injector.try_pop_bulk(batch, inject_batch)) {
+    for (std::size_t i = 1; i < n; ++i) push_local(batch[i]);
+    if (n > 1) rt.notify_work();
+    return batch[0];
+  }
+  // Search: at most half of the busy workers at once (Go's rule).
+  if (!searching_) {
+    unsigned busy = static_cast<unsigned>(rt.workers.size()) - rt.idle_count.load(std::memory_order_relaxed);
+    if (2 * rt.searching.load(std::memory_order_relaxed) >= busy) return nullptr;  // a hint; park() re-checks
+    rt.searching.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: read by notify_work after its fence
+    searching_ = true;
+  }
+  for (int round = 0; round < steal_rounds; ++round) {
+    if ((p = steal_from_others())) return p;
+    if (rt.injector.try_pop(p)) return p;
+  }
+  return nullptr;
+}
+
+// Returns after sleeping or on finding that work appeared; the caller looks for work again.
+bool worker::park() {
+  if (searching_) {
+    searching_ = false;
+    // The last searcher to give up looks again: producers skipped waking anyone while we searched.
+    if (rt.searching.fetch_sub(1, std::memory_order_seq_cst) == 1) {  // seq_cst: pairs with notify_work's fence
+      parking_fence(rt);
+      if (has_visible_work()) {
+        rt.searching.fetch_add(1, std::memory_order_seq_cst);
+        searching_ = true;
+        return false;
+      }
+    }
+  }
+  {
+    std::lock_guard<std::mutex> g(rt.idle_lock);
+    rt.idle_workers.push_back(this);
+    rt.idle_count.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: pairs with notify_work
+  }
+  parking_fence(rt);  // our idle_count increment before the checks below (scheduler.cpp, "Parking")
+  auto leave_idle_list = [&] {
+    std::lock_guard<std::mutex> g(rt.idle_lock);
+    auto it = std::find(rt.idle_workers.begin(), rt.idle_workers.end(), this);
+    if (it != rt.idle_workers.end()) {
+      rt.idle_workers.erase(it);
+      rt.idle_count.fetch_sub(1, std::memory_order_seq_cst);
+      return true;  // nobody woke us
+    }
+    return false;  // wake_one_idle took us: we count as searching now
+  };
+  std::uint64_t expiry = next_expiry_ns.load(std::memory_order_relaxed);  // we are its only writer
+  if (has_visible_work() || expiry <= now_ns() || rt.workers_stop.load(std::memory_order_acquire)) {
+    if (!leave_idle_list()) searching_ = true;
+    return false;
+  }
+  parks.fetch_add(1, std::memory_order_relaxed);  // statistics
+  {
+    std::unique_lock<std::mutex> g(park_lock_);
+    sleeping_ = true;
+    sleep_until_ = expiry;
+    while (!wake_pending_) {
+      if (expiry == ~0ull) {
+        park_cv_.wait(g);
+      } else {
+        auto when = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(expiry));
+        if (park_cv_.wait_until(g, when) == std::cv_status::timeout) break;
+      }
+    }
+    wake_pending_ = false;
+    sleeping_ = false;
+  }
+  if (!leave_idle_list()) searching_ = true;
+  return true;
+}
+
+void worker::loop() {
+  set_this_worker(this);
+  thread_stack = adopt_thread(sched_ctx);
+  for (;;) {
+    process* p = find_work();
+    if (!p) {
+      if (rt.workers_stop.load(std::memory_order_acquire)) break;  // pairs with stop()'s release
+      park();
+      continue;
+    }
+    if (searching_) {
+      searching_ = false;
+      // Found work while searching: if we were the last searcher, wake another (ramp-up).
+      if (rt.searching.fetch_sub(1, std::memory_order_seq_cst) == 1) rt.notify_work();
+    }
+    run(p);
+  }
+  set_this_worker(nullptr);
+}
+
+void worker::run(process* p) {
+  // p is NOTIFIED (queued). Take its stack slot first; if busy, p waits there, still NOTIFIED.
+  if (!rt.slots.acquire(p, index)) return;
+  std::uint32_t s = p->control.load(std::memory_order_relaxed);
+  // acq_rel: acquire sees everything done before p was woken; NOTIFIED → RUNNING
+  while (!p->control.compare_exchange_weak(s, (s & ~ctl_notified) | ctl_running, std::memory_order_acq_rel,
+                                           std::memory_order_relaxed)) {
+  }
+  try {
+    rt.slots.make_resident(p);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "grove: out of memory saving a parked process's stack\n");
+    std::abort();
+  }
+  current = p;
+  p->worker = static_cast<std::uint16_t>(index);
+  p->budget = rt.config.reductions_per_slice;
+  if (!p->started) {
+    p->ctx.fctx = make_context(rt.slots.stack_top(p), rt.slots.stack_bytes(), &process_main);
+    p->started = true;
+    create_fiber(p->ctx);
+  }
+  p->parked = park_reason::none;
+  switches.fetch_add(1, std::memory_order_relaxed);  // statistics (also the stuck-worker heuristic)
+  transfer t = switch_to(sched_ctx, p->ctx, rt.slots.bounds(p), this);
+  current = nullptr;
+  if (p->parked != park_reason::exit) p->ctx.fctx = t.fctx;
+  after_park(p);
+}
+
+void worker::after_park(process* p) {
+  if (p->parked == park_reason::exit) {
+    rt.slots.forget(p);
+    process* waiters = rt.slots.release(p);
+    p->slot = no_slot;
+    p->started = false;
+    destroy_fiber(p->ctx);
+    while (waiters) {
+      process* next = waiters->next_waiter;
+      push_local(waiters);
+      waiters = next;
+    }
+    rt.process_exited(p, false);
+    rt.table.release(p, static_cast<int>(index));  // the life reference
+    return;
+  }
+  process* waiters = rt.slots.release(p);
+  while (waiters) {
+    process* next = waiters->next_waiter;
+    push_local(waiters);
+    waiters = next;
+  }
+  if (p->parked == park_reason::yield) {
+    std::uint32_t s = p->control.load(std::memory_order_relaxed);
+    // acq_rel: RUNNING → NOTIFIED; publishes p's state to the next worker
+    while (!p->control.compare_exchange_weak(s, (s & ~ctl_running) | ctl_notified, std::memory_order_acq_rel,
+                                             std::memory_order_relaxed)) {
+    }
+    if (!local.push(p)) push_local(p);
+    rt.notify_work();
+    return;
+  }
+  // Waiting: clear RUNNING; if a wake came while it ran, it is ours to queue (scheduler.cpp).
+  std::uint32_t old = p->control.fetch_and(~ctl_running, std::memory_order_acq_rel);  // acq_rel: see scheduler.cpp
+  if (old & ctl_notified) {
+    push_local(p);
+    rt.notify_work();
+  }
+}
+
+void worker::advance_timers() {
+  if (next_expiry_ns.load(std::memory_order_relaxed) > now_ns()) return;  // we are its only writer
+  fire_due_timers(*this);
+}
+
+}  // namespace grove::internal

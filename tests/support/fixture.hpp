@@ -1,0 +1,50 @@
+// fixture.hpp: what every runtime test stands on.
+//
+//   TEST_CASE("...") {
+//     grove_test::runtime_fixture rt;   // a runtime with GROVE_TEST_WORKERS workers (1, 2 or 4)
+//     ...
+//   }                                   // stops it and checks that nothing leaked
+//
+// Tests never sleep to synchronise: they wait for a predicate with wait_until (deadline in seconds)
+// or receive with a timeout in seconds, and assert behaviour, never speed.
+#pragma once
+
+#include <chrono>
+#include <cstdlib>
+#include <functional>
+#include <optional>
+
+#include <doctest/doctest.h>
+
+#include <grove/grove.hpp>
+
+namespace grove_test {
+
+// Workers for this run (GROVE_TEST_WORKERS, default 2).
+unsigned test_workers();
+// A multiplier for stress sizes (GROVE_STRESS_SCALE, default 1; bench/ uses large values).
+unsigned stress_scale();
+
+// Starts a runtime; on destruction stops it and checks that every process, stack image, arena and
+// timer was released.
+class runtime_fixture {
+ public:
+  explicit runtime_fixture(grove::runtime_config config = {});
+  ~runtime_fixture();
+  grove::runtime& get() { return *rt_; }
+  grove::runtime* operator->() { return &*rt_; }
+  // Stops now (the destructor then only checks).
+  grove::stop_report stop(std::chrono::milliseconds deadline = std::chrono::seconds(10));
+
+ private:
+  std::optional<grove::runtime> rt_;
+  bool stopped_ = false;
+};
+
+// Polls `pred` until true or the timeout (seconds) passes; returns its last value.
+bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
+// A generous timeout for receives in tests: long enough never to fire on a loaded CI machine.
+inline constexpr std::chrono::seconds patience{20};
+
+}  // namespace grove_test
