@@ -7,8 +7,29 @@
 #include <cstdlib>
 #include <new>
 
+#if GROVE_USE_MIMALLOC
+#include <mimalloc.h>
+#endif
+
 namespace grove::internal {
 
+#if GROVE_USE_MIMALLOC
+namespace {
+const bool mimalloc_configured = [] {
+  mi_option_set(mi_option_large_os_pages, 1);
+  return true;
+}();
+}  // namespace
+
+void* allocate_bytes(std::size_t bytes) {
+  (void)mimalloc_configured;
+  void* p = mi_malloc(bytes);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+
+void free_bytes(void* p, std::size_t) noexcept { mi_free(p); }
+#else
 void* allocate_bytes(std::size_t bytes) {
   void* p = std::malloc(bytes);
   if (!p) throw std::bad_alloc();
@@ -16,6 +37,7 @@ void* allocate_bytes(std::size_t bytes) {
 }
 
 void free_bytes(void* p, std::size_t) noexcept { std::free(p); }
+#endif
 
 void* reserve_region(std::size_t bytes, bool huge_pages) {
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

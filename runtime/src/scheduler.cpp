@@ -201,7 +201,10 @@ void runtime::state::process_exited(process* p, bool scoped) noexcept {
   (void)p;
   if (scoped) scoped_live.fetch_sub(1, std::memory_order_relaxed);  // statistics for stop()
   table.mark_exited();
-  if (stopper_waiting.load(std::memory_order_acquire)) {  // pairs with stop()'s release store
+  // Only the last scheduled process to exit wakes a waiting stop(): a million exits must not mean a
+  // million futex wakes. (The waiter also re-checks on a short timeout, so a race here only delays it.)
+  if (stopper_waiting.load(std::memory_order_acquire) &&  // pairs with stop()'s release store
+      table.live() <= scoped_live.load(std::memory_order_relaxed)) {
     std::lock_guard<std::mutex> g(exits_lock);
     exits_cv.notify_all();
   }

@@ -4,8 +4,9 @@
 //   A pure, single-threaded store of intrusive timer_nodes keyed by an absolute deadline in steady-clock
 //   nanoseconds. Nothing here is atomic: the worker that owns a wheel holds its lock around every call.
 //   It never allocates. A node lives inside a process control block (so it is at most 32 bytes); the
-//   wheel is a fixed array of 6 x 64 + 2 list heads (one pointer each) and six 64-bit bitmaps, ~3.2 KiB.
+//   wheel is a fixed array of 6 x 64 + 3 list heads (one pointer each) and six 64-bit bitmaps, ~3.2 KiB.
 //   Header-only: advance() is a template and the rest is a handful of short inline functions.
+//   Lists are null-terminated and FIFO; one pointer per head, whose prev points at the tail.
 //
 // TICK AND LEVEL MATH
 //   Time is cut into ticks of 2^18 ns (262.144 us); a deadline's tick is deadline_ns >> 18. The wheel
@@ -53,11 +54,17 @@
 //   never one early, so a worker that advances promptly is late by at most its advance interval.
 //
 // RE-ENTRANCY
-//   A slot being fired or cascaded is first moved onto a private list, the firing list (the node's list_
-//   says so), so fn may remove any node, even one still waiting on the firing list, and may insert any
-//   node. A node fn inserts with deadline <= now goes to the due list and fires at the next advance, not
-//   this one: a callback that re-arms its own timer with no delay cannot loop forever. advance must not
-//   be called from fn (asserted). If fn throws, the scope guard re-links what is left on the firing list.
+//   fn may remove any node and insert any node; every node always names the list it is on (list_), so
+//   remove() works wherever it waits. The lists fired from are built for it:
+//   - There are two due lists. insert uses one; advance swaps them and fires the other to its end, so a
+//     node fn inserts with deadline <= now waits for the next advance, and a callback that re-arms its
+//     own timer with no delay cannot loop forever.
+//   - The current slot is fired by popping its head. Nodes not yet due move to the keep list, and so do
+//     nodes fn inserts into this slot when they come up (never due in this advance), so the loop ends;
+//     afterwards the keep list returns to the slot.
+//   - A cascade runs no callback, so it just detaches the slot and re-links each node: one pass.
+//   advance must not be called from fn (asserted). If fn throws, the scope guard puts the keep list and
+//   the unfired due nodes back; nothing is lost and the next advance fires them.
 //
 // ORDER
 //   Slot lists are FIFO (the head's prev points at the tail, so one pointer per head suffices). Nodes
@@ -78,7 +85,9 @@
 //   - Keeping the current slot sorted: O(k) insert. Instead a scan of the current slot is skipped unless
 //     current_min_ns_ says something is due. A worker that prefers fewer wake-ups to sub-tick precision
 //     rounds next_expiry() up to a multiple of tick_ns; the whole tick then fires in one advance.
-//   - Circular lists with sentinel nodes: 386 x 32 B = 12 KiB of heads instead of 3 KiB.
+//   - Circular lists with sentinel nodes: 387 x 32 B = 12 KiB of heads instead of 3 KiB.
+//   - Moving a slot to a private firing list before firing it (simplest re-entrancy): relabelling every
+//     node first doubled the cache misses of a large slot; the two due lists and the keep list avoid it.
 //   - A separate overflow list for deadlines beyond 208 days: it would need its own check on every
 //     turn; letting level 5 wrap does the same with no extra case in advance.
 //
@@ -151,7 +160,8 @@ class timer_wheel {
   // The earliest time at which advance() could fire something; never later than the earliest pending
   // deadline (hence never later than it rounded up to a tick). It may be earlier: the start of a coarse
   // slot that only needs cascading, or a bound left low by a removal; advancing there fires nothing but
-  // makes progress. std::nullopt when empty. Meant for outside advance (it ignores the firing list).
+  // makes progress. std::nullopt when empty. Meant for outside advance (from fn it misses the nodes that
+  // advance is still working through).
   std::optional<std::uint64_t> next_expiry() const noexcept;
 
   // Unlinks every node without firing it. O(number of nodes). Not from inside advance.
@@ -164,9 +174,10 @@ class timer_wheel {
  private:
   static constexpr std::uint64_t slot_mask = slot_count - 1;
   static constexpr std::uint16_t wheel_list_count = level_count * slot_count;  // lists 0..383: level * 64 + slot
-  static constexpr std::uint16_t due_list = wheel_list_count;
-  static constexpr std::uint16_t firing_list = wheel_list_count + 1;
-  static constexpr std::size_t list_count = wheel_list_count + 2;
+  static constexpr std::uint16_t due_list_a = wheel_list_count;  // the two due lists take turns (RE-ENTRANCY)
+  static constexpr std::uint16_t due_list_b = wheel_list_count + 1;  // due_list_a ^ 1
+  static constexpr std::uint16_t keep_list = wheel_list_count + 2;  // current-slot nodes not yet due, during a scan
+  static constexpr std::size_t list_count = wheel_list_count + 3;
   static constexpr std::uint64_t no_deadline_ns = std::numeric_limits<std::uint64_t>::max();
 
   struct slot_event {
@@ -175,13 +186,13 @@ class timer_wheel {
     unsigned slot;
   };
 
-  // Sets advancing_ for the duration of advance and, on any exit, re-links what is left on the
-  // firing list (only non-empty if fn threw).
+  // Sets advancing_ for the duration of advance and, on any exit, returns what is left on the keep list
+  // and the firing due list to their places (only non-empty if fn threw).
   class advance_scope {
    public:
     explicit advance_scope(timer_wheel& w) noexcept : w_(w) { w_.advancing_ = true; }
     ~advance_scope() {
-      w_.relink_firing();
+      w_.restore_after_throw();
       w_.advancing_ = false;
     }
     advance_scope(const advance_scope&) = delete;
@@ -200,12 +211,14 @@ class timer_wheel {
   void unlink(timer_node* n) noexcept;  // from its list; leaves bitmaps and size_ alone
   void link_due(timer_node* n) noexcept;
   void link_by_tick(timer_node* n) noexcept;  // invariant 1's formula; needs tick >= current_tick_
-  void move_to_firing(std::uint16_t list) noexcept;
+  void unlink_from_slot(timer_node* n) noexcept;  // unlink, and clear the slot's bit if it empties
   void cascade(std::uint16_t list) noexcept;
-  void relink_firing() noexcept;
+  void restore_after_throw() noexcept;
   std::optional<slot_event> next_event() const noexcept;
   template <class F>
-  std::size_t fire_due(std::uint16_t list, std::uint64_t now_ns, F& fn);
+  std::size_t fire_due_list(F& fn);
+  template <class F>
+  std::size_t fire_current_slot(std::uint64_t now_ns, F& fn);
 
   std::array<timer_node*, list_count> heads_{};  // each list's first node; its prev is the tail
   std::array<std::uint64_t, level_count> occupied_{};  // invariant 5
@@ -214,6 +227,7 @@ class timer_wheel {
   std::uint64_t current_min_ns_ = no_deadline_ns;  // invariant 6
   std::uint64_t due_min_ns_ = no_deadline_ns;  // invariant 6
   std::size_t size_ = 0;
+  std::uint16_t due_list_ = due_list_a;  // the due list insert uses; advance fires the other one
   bool advancing_ = false;  // guards against advance re-entered from fn
 };
 
@@ -252,7 +266,7 @@ inline void timer_wheel::unlink(timer_node* n) noexcept {
 
 inline void timer_wheel::link_due(timer_node* n) noexcept {
   due_min_ns_ = std::min(due_min_ns_, n->deadline_ns);
-  push_back(due_list, n);
+  push_back(due_list_, n);
 }
 
 inline void timer_wheel::link_by_tick(timer_node* n) noexcept {
@@ -282,44 +296,45 @@ inline void timer_wheel::insert(timer_node* n, std::uint64_t deadline_ns) noexce
   }
 }
 
-inline void timer_wheel::remove(timer_node* n) noexcept {
-  assert(n->is_linked() && n->list_ < list_count && "timer_wheel::remove: node is not linked");
+inline void timer_wheel::unlink_from_slot(timer_node* n) noexcept {
   const std::uint16_t list = n->list_;
   unlink(n);
-  --size_;
   if (list < wheel_list_count && heads_[list] == nullptr) {
     occupied_[list / slot_count] &= ~(std::uint64_t{1} << (list % slot_count));
   }
 }
 
-// Moves a whole list onto the firing list (empty before), relabelling its nodes so that remove() from
-// fn unlinks them from the right list.
-inline void timer_wheel::move_to_firing(std::uint16_t list) noexcept {
-  assert(heads_[firing_list] == nullptr && "timer_wheel::move_to_firing: firing list in use");
-  timer_node* head = heads_[list];
-  heads_[list] = nullptr;
-  if (list < wheel_list_count) occupied_[list / slot_count] &= ~(std::uint64_t{1} << (list % slot_count));
-  heads_[firing_list] = head;
-  for (timer_node* n = head; n != nullptr; n = n->next) n->list_ = firing_list;
+inline void timer_wheel::remove(timer_node* n) noexcept {
+  assert(n->is_linked() && n->list_ < list_count && "timer_wheel::remove: node is not linked");
+  unlink_from_slot(n);
+  --size_;
 }
 
-// ADVANCE step 4: re-links every node of a slot that came due relative to the new current_tick_.
+// ADVANCE step 4: re-links every node of a slot that came due relative to the new current_tick_. No
+// callback runs here, so the list can be detached without relabelling its nodes: one pass, one cache
+// miss per node.
 inline void timer_wheel::cascade(std::uint16_t list) noexcept {
-  move_to_firing(list);
-  while (timer_node* n = heads_[firing_list]) {
-    unlink(n);
+  timer_node* n = heads_[list];
+  heads_[list] = nullptr;
+  occupied_[list / slot_count] &= ~(std::uint64_t{1} << (list % slot_count));
+  while (n != nullptr) {
+    timer_node* next = n->next;
     link_by_tick(n);  // lands in a lower level, or back in level 5 one turn later (invariant 3)
+    n = next;
   }
 }
 
-inline void timer_wheel::relink_firing() noexcept {
-  while (timer_node* n = heads_[firing_list]) {
+inline void timer_wheel::restore_after_throw() noexcept {
+  if (heads_[current_list()] != nullptr) {  // a scan stopped part way: every node there is in this tick
+    current_min_ns_ = std::min(current_min_ns_, current_tick_ << tick_shift);
+  }
+  while (timer_node* n = heads_[keep_list]) {  // not due, tick == current_tick_: back to the current slot
     unlink(n);
-    if (n->deadline_ns <= now_ns_) {
-      link_due(n);  // due already; its tick may be behind current_tick_
-    } else {
-      link_by_tick(n);
-    }
+    link_by_tick(n);
+  }
+  while (timer_node* n = heads_[due_list_ ^ 1]) {  // due and unfired: to the due list insert uses
+    unlink(n);
+    link_due(n);
   }
 }
 
@@ -345,7 +360,7 @@ inline std::optional<timer_wheel::slot_event> timer_wheel::next_event() const no
 }
 
 inline std::optional<std::uint64_t> timer_wheel::next_expiry() const noexcept {
-  if (heads_[due_list] != nullptr) return due_min_ns_;
+  if (heads_[due_list_] != nullptr) return due_min_ns_;
   if (heads_[current_list()] != nullptr) return current_min_ns_;  // precedes every other slot
   if (const std::optional<slot_event> e = next_event()) return e->start_tick << tick_shift;
   return std::nullopt;
@@ -362,20 +377,44 @@ inline void timer_wheel::clear() noexcept {
   size_ = 0;
 }
 
-// ADVANCE step 1 and 2: fires the nodes of a list whose deadline <= now_ns, re-links the others.
+// ADVANCE step 1: fires the due list. Inserts from fn go to the other due list, so they wait for the
+// next advance, and every node keeps naming the list it is on, so fn may remove any of them.
 template <class F>
-std::size_t timer_wheel::fire_due(std::uint16_t list, std::uint64_t now_ns, F& fn) {
-  move_to_firing(list);
+std::size_t timer_wheel::fire_due_list(F& fn) {
+  const std::uint16_t firing = due_list_;
+  due_list_ ^= 1;
+  due_min_ns_ = no_deadline_ns;
   std::size_t fired = 0;
-  while (timer_node* n = heads_[firing_list]) {
+  while (timer_node* n = heads_[firing]) {
     unlink(n);
+    --size_;
+    ++fired;
+    fn(n);  // may insert or remove anything, including nodes still waiting on this list
+  }
+  return fired;
+}
+
+// ADVANCE step 2: fires the nodes of the current slot whose deadline <= now_ns, popping them from the
+// slot itself. Nodes not yet due wait on the keep list meanwhile, and so do nodes that fn inserts into
+// this slot (they are never due in this advance), so the loop ends; then they return to the slot.
+template <class F>
+std::size_t timer_wheel::fire_current_slot(std::uint64_t now_ns, F& fn) {
+  const std::uint16_t current = current_list();
+  current_min_ns_ = no_deadline_ns;
+  std::size_t fired = 0;
+  while (timer_node* n = heads_[current]) {
+    unlink_from_slot(n);
     if (n->deadline_ns <= now_ns) {
       --size_;
       ++fired;
-      fn(n);  // may insert or remove anything, including nodes still on the firing list
+      fn(n);  // may insert or remove anything, including nodes still in this slot or on the keep list
     } else {
-      link_by_tick(n);  // only from the current slot: its tick is current_tick_
+      push_back(keep_list, n);
     }
+  }
+  while (timer_node* n = heads_[keep_list]) {
+    unlink(n);
+    link_by_tick(n);  // back into the current slot, recomputing current_min_ns_
   }
   return fired;
 }
@@ -388,16 +427,9 @@ std::size_t timer_wheel::advance(std::uint64_t now_ns, F&& fn) {
   const std::uint64_t target_tick = now_ns >> tick_shift;
   advance_scope scope(*this);
   std::size_t fired = 0;
-  if (heads_[due_list] != nullptr) {  // step 1
-    due_min_ns_ = no_deadline_ns;
-    fired += fire_due(due_list, now_ns, fn);
-  }
+  if (heads_[due_list_] != nullptr) fired += fire_due_list(fn);  // step 1
   for (;;) {
-    const std::uint16_t current = current_list();
-    if (heads_[current] != nullptr && current_min_ns_ <= now_ns) {  // step 2
-      current_min_ns_ = no_deadline_ns;
-      fired += fire_due(current, now_ns, fn);
-    }
+    if (heads_[current_list()] != nullptr && current_min_ns_ <= now_ns) fired += fire_current_slot(now_ns, fn);  // step 2
     const std::optional<slot_event> e = next_event();  // step 3
     if (!e || e->start_tick > target_tick) break;
     assert(heads_[current_list()] == nullptr && "timer_wheel::advance: moving past a non-empty current slot");
