@@ -82,9 +82,8 @@ scoped_process::scoped_process() {
 scoped_process::~scoped_process() {
   auto* p = static_cast<process*>(process_);
   auto* rt = static_cast<runtime_state*>(runtime_.get());
-  if (!p->exiting) exit_process(rt, p, reason_);
+  if (!(p->control.load(std::memory_order_acquire) & ctl_exited)) exit_process(rt, p, reason_);  // acquire: after die()
   set_scoped_process(nullptr);
-  rt->process_exited(p, true);
   rt->table.release(p, -1);  // the life reference
 }
 

@@ -22,12 +22,12 @@
 //   info{request}         answer process_info (introspection.cpp)
 //
 // Exit protocol (exit_process, run by the exiting process on its own stack):
-//   1. set EXITED in the control word (later wakes are no-ops);
+//   1. set EXITED in the control word (later wakes are no-ops); it no longer counts as alive;
 //   2. act on the signals already in its inbox (so a link made just before is honoured);
 //   3. drop its registered name; cancel its timer;
-//   4. exit{self, reason, link} to each link, down{self, ref, reason} to each monitor on it,
-//      demonitor to each process it monitors;
-//   5. free its messages, arena and function; its stack slot is released by the worker.
+//   4. free its messages, arena and function (whoever learns of the exit finds them gone);
+//   5. exit{self, reason, link} to each link, down{self, ref, reason} to each monitor on it,
+//      demonitor to each process it monitors. Its stack slot is released by the worker after.
 // Signals that arrive after step 2 are answered when the last reference to the PCB is dropped
 // (finalize_process): link → exit{noproc}, monitor → down{noproc}, info → "gone". Nothing is lost.
 #include "signals.hpp"
@@ -142,13 +142,22 @@ int worker_index_for(const runtime_state& rt) noexcept {
 bool deliver(runtime_state& rt, pid to, message_node* n, bool wake) noexcept {
   process* q = rt.table.acquire(to);
   if (!q) {
+    if (!n->type->is_signal) rt.dead_letters.fetch_add(1, std::memory_order_relaxed);  // statistics
     detail::destroy_node(n);
     return false;
   }
-  q->mail.push(n);
-  if (wake) rt.wake(q);
+  bool delivered = true;
+  // acquire: after the exit's fetch_or. An exited process takes nothing more: answer for it now. (If
+  // it exits just after this check, finalize_process answers instead: we hold a reference.)
+  if (q->control.load(std::memory_order_acquire) & ctl_exited) {
+    answer_for_exited(rt, to, n);
+    delivered = false;
+  } else {
+    q->mail.push(n);
+    if (wake) rt.wake(q);
+  }
   rt.table.release(q, worker_index_for(rt));
-  return true;
+  return delivered;
 }
 
 void send_exit_signal(runtime_state& rt, process* q, pid from, exit_reason reason, bool via_link) noexcept {
@@ -173,17 +182,40 @@ bool drain_inbox(process* p) {
   return queued;
 }
 
+namespace {
+// Whether the code running is a catch block that caught our exit_unwind.
+bool handling_exit_unwind() noexcept {
+  std::exception_ptr e = std::current_exception();
+  if (!e) return false;
+  try {
+    std::rethrow_exception(e);
+  } catch (const exit_unwind&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+}  // namespace
+
 void check_pending_exit(process* p) {
   if (!p->exiting) return;
   if (p->kind == process_kind::scoped) throw error(errc::noproc, "this thread's scoped_process has exited");
-  if (std::uncaught_exceptions() > 0) return;
-  throw exit_unwind{p->extra ? p->extra->reason : exit_reason::killed()};
+  exit_reason reason = p->extra ? p->extra->reason : exit_reason::killed();
+  if (std::uncaught_exceptions() > 0) return;  // a destructor runs during the unwinding: let it work
+  if (handling_exit_unwind()) throw exit_unwind{std::move(reason)};  // a catch block that will rethrow, we hope
+  // The exit_unwind was swallowed (catch (...) without rethrow). An exit cannot be refused: end the
+  // process here, without unwinding the rest of its stack.
+  abandon_process(p, std::move(reason));
 }
 
 void die(process* p, exit_reason reason) {
   if (p->kind == process_kind::scoped) {
     std::string text = fmt::format("this thread's scoped_process {} was ended by an exit signal: {}", p->id(), reason);
-    exit_process(current_runtime(), p, reason);
+    if (runtime_state* rt = current_runtime()) {
+      exit_process(rt, p, reason);
+    } else {
+      p->exiting = true;  // its runtime has stopped: the destructor runs the protocol
+    }
     throw error(errc::noproc, text);
   }
   p->exiting = true;
@@ -195,57 +227,60 @@ void exit_process(runtime_state* rt, process* p, const exit_reason& reason) noex
   p->exiting = true;
   // 1. acq_rel: later wakes see EXITED and do nothing; orders us after earlier wakes
   p->control.fetch_or(ctl_exited, std::memory_order_acq_rel);
+  if (rt) rt->process_exited(p, p->kind == process_kind::scoped);  // no longer alive: is_alive and the count agree
   // 2.
   drain_for_exit(p);
   // 3.
   disarm_timeout(p);
   const pid self = p->id();
   if (rt && p->has_name.load(std::memory_order_acquire)) rt->names.remove_process(self);  // acquire: pairs with register
-  // 4.
-  if (process_extra* ex = p->extra; ex && rt) {
-    try {
-      for (pid l : ex->links) deliver(*rt, l, make_signal<exit_signal_node>(self, reason, true), true);
-      for (auto& [ref, watcher] : ex->monitored_by)
-        deliver(*rt, watcher, make_signal<down_signal>(self, ref, reason), true);
-      for (auto& [ref, target] : ex->monitors) deliver(*rt, target, make_signal<demonitor_signal>(self, ref), false);
-    } catch (...) {
-      // Out of memory building a signal: the remaining ones are lost. Nothing else can be done here.
-    }
-  }
-  // 5.
+  // 4. Free what it holds, so that whoever learns of the exit finds its memory gone.
   while (!p->saved.empty()) detail::destroy_node(p->saved.remove_after(nullptr));
-  if (p->extra) {
-    destroy_arena(p);
-    delete p->extra;
-    p->extra = nullptr;
-  }
+  if (p->extra) destroy_arena(p);
   if (p->entry) {
     p->entry->destroy(p->entry_fn);
     if (p->entry_fn != p->inline_entry) free_bytes(p->entry_fn, p->entry->size);
     p->entry = nullptr;
     p->entry_fn = nullptr;
   }
+  // 5.
+  if (process_extra* ex = p->extra) {
+    if (rt) {
+      try {
+        for (pid l : ex->links) deliver(*rt, l, make_signal<exit_signal_node>(self, reason, true), true);
+        for (auto& [ref, watcher] : ex->monitored_by)
+          deliver(*rt, watcher, make_signal<down_signal>(self, ref, reason), true);
+        for (auto& [ref, target] : ex->monitors) deliver(*rt, target, make_signal<demonitor_signal>(self, ref), false);
+      } catch (...) {
+        // Out of memory building a signal: the remaining ones are lost. Nothing else can be done here.
+      }
+    }
+    delete ex;
+    p->extra = nullptr;
+  }
+}
+
+void answer_for_exited(runtime_state& rt, pid dead, message_node* n) noexcept {
+  try {
+    if (auto* s = signal_as<link_signal>(n)) {
+      deliver(rt, s->from, make_signal<exit_signal_node>(dead, exit_reason::noproc(), true), true);
+    } else if (auto* m = signal_as<monitor_signal>(n)) {
+      deliver(rt, m->from, make_signal<down_signal>(dead, m->ref, exit_reason::noproc()), true);
+    } else if (auto* i = signal_as<info_signal>(n)) {
+      answer_info_gone(*i->request);
+    } else if (!n->type->is_signal) {
+      rt.dead_letters.fetch_add(1, std::memory_order_relaxed);  // statistics
+    }
+  } catch (...) {
+    // Out of memory: that answer is lost.
+  }
+  detail::destroy_node(n);
 }
 
 void finalize_process(runtime_state& owner, process* p) noexcept {
-  runtime_state* rt = &owner;  // its own runtime, even if another one runs now
   const pid self = p->id();
-  while (message_node* n = p->mail.pop()) {
-    try {
-      if (auto* s = signal_as<link_signal>(n); s && rt) {
-        deliver(*rt, s->from, make_signal<exit_signal_node>(self, exit_reason::noproc(), true), true);
-      } else if (auto* m = signal_as<monitor_signal>(n); m && rt) {
-        deliver(*rt, m->from, make_signal<down_signal>(self, m->ref, exit_reason::noproc()), true);
-      } else if (auto* i = signal_as<info_signal>(n)) {
-        answer_info_gone(*i->request);
-      } else if (!n->type->is_signal && rt) {
-        rt->dead_letters.fetch_add(1, std::memory_order_relaxed);  // statistics
-      }
-    } catch (...) {
-      // Out of memory: that answer is lost.
-    }
-    detail::destroy_node(n);
-  }
+  // Its own runtime, even if another one runs now.
+  while (message_node* n = p->mail.pop()) answer_for_exited(owner, self, n);
   if (p->waiter) {
     destroy_scoped_waiter(p->waiter);
     p->waiter = nullptr;

@@ -12,9 +12,13 @@
 namespace grove::internal {
 
 // Delivers a node (message or signal) to the process `to`, waking it if `wake`. Consumes n. False if
-// `to` does not exist (n is destroyed). A process that has exited but is still referenced takes it;
+// `to` does not exist (n is destroyed; a message counts as a dead letter). A process that has exited but is still referenced takes it;
 // finalize_process answers it.
 bool deliver(runtime_state& rt, pid to, message_node* n, bool wake) noexcept;
+
+// What an exited process "answers" to a node that reaches it: link → exit{noproc}, monitor →
+// down{noproc}, process_info → gone, a message → a dead letter. Consumes n.
+void answer_for_exited(runtime_state& rt, pid dead, message_node* n) noexcept;
 
 // Sends an exit signal to q (caller holds a reference on q).
 void send_exit_signal(runtime_state& rt, process* q, pid from, exit_reason reason, bool via_link) noexcept;
@@ -26,6 +30,10 @@ bool drain_inbox(process* p);
 // Process context: if p is exiting (it swallowed exit_unwind), throws it again — unless the stack
 // is already unwinding, where a second exception would terminate the program.
 void check_pending_exit(process* p);
+
+// Ends p without unwinding its stack (it swallowed its exit_unwind): reports it on stderr, runs the
+// exit protocol and switches away for good (spawn.cpp).
+[[noreturn]] void abandon_process(process* p, exit_reason reason);
 
 // Ends p with reason from inside it: throws exit_unwind (for a scoped process: exits it at once and
 // throws grove::error(errc::noproc), since a foreign thread cannot be unwound by Grove).

@@ -9,7 +9,10 @@
 // process_main: runs the function; a return is exit reason `normal`, exit_unwind carries its reason,
 // any other exception becomes exit_reason::exception(what()). Then the exit protocol (signals.cpp),
 // then the last switch to whichever worker runs it now, never to return.
+#include <cstdio>
 #include <typeinfo>
+
+#include <fmt/format.h>
 
 #include <grove/process.hpp>
 
@@ -34,6 +37,17 @@ exit_reason run_function(process* p) noexcept {
   }
 }
 
+// The exit protocol, then the last switch to whichever worker runs the process now. The final switch
+// abandons this frame, so nothing here may own memory by then.
+[[noreturn]] void finish(process* p, exit_reason reason) {
+  runtime_state* rt = current_runtime();
+  exit_process(rt, p, reason);
+  reason = exit_reason();  // releases its detail now: no destructor will run for this frame
+  worker& now_on = *rt->workers[p->worker];  // maybe not the first worker: the process may have migrated
+  p->parked = park_reason::exit;
+  exit_to(now_on.sched_ctx, now_on.thread_stack, nullptr);
+}
+
 }  // namespace
 
 void process_main(transfer t) {
@@ -41,15 +55,13 @@ void process_main(transfer t) {
   w->sched_ctx.fctx = t.fctx;
   process* p = w->current;
   finish_first_switch(p->ctx);
-  exit_reason reason = run_function(p);
-  if (p->exiting && p->extra && !reason.is_normal() && reason != p->extra->reason) {
-    reason = p->extra->reason;  // a swallowed kill wins over what the function did next
-  }
-  runtime_state* rt = current_runtime();
-  exit_process(rt, p, reason);
-  worker& now_on = *rt->workers[p->worker];  // maybe not w: the process may have migrated
-  p->parked = park_reason::exit;
-  exit_to(now_on.sched_ctx, now_on.thread_stack, nullptr);
+  finish(p, run_function(p));
+}
+
+void abandon_process(process* p, exit_reason reason) {
+  std::fprintf(stderr, "grove: process %s swallowed its exit (%s) with catch (...) and no rethrow; it ends without unwinding the rest of its stack\n",
+               fmt::format("{}", p->id()).c_str(), reason.to_string().c_str());
+  finish(p, std::move(reason));  // moved: this frame is abandoned too
 }
 
 }  // namespace grove::internal
@@ -89,7 +101,6 @@ result<spawned> spawn_entry(const spawn_options& options, const entry_ops& ops, 
     if (options.max_heap_bytes) p->ensure_extra().max_heap_bytes = options.max_heap_bytes;
   } catch (...) {
     exit_process(rt, p, exit_reason::normal());
-    rt->process_exited(p, false);
     rt->table.release(p, widx);
     throw;
   }

@@ -268,7 +268,6 @@ void worker::after_park(process* p) {
       push_local(waiters);
       waiters = next;
     }
-    rt.process_exited(p, false);
     rt.table.release(p, static_cast<int>(index));  // the life reference
     return;
   }

@@ -1,14 +1,282 @@
-// Processes: spawn, exit reasons, self, the process limit.
+// Processes: spawn, self, exit reasons, yield, pids, the process limit, start/stop.
 #include "support/fixture.hpp"
+
+#include <set>
+#include <thread>
+#include <unordered_set>
 
 using namespace std::chrono_literals;
 using grove_test::patience;
+
+namespace {
+struct go {};
+}  // namespace
 
 TEST_CASE("a spawned process runs and can reply to a scoped process") {
   grove_test::runtime_fixture rt;
   grove::scoped_process me;
   grove::pid parent = me.pid();
-  grove::spawn([parent] { grove::send(parent, 42); });
-  int got = grove::receive([](int n) { return n; }, grove::after(patience, [] { return -1; }));
-  CHECK(got == 42);
+  grove::spawn([parent] { grove::send(parent, grove::self()); });
+  grove::pid child = grove::receive([](grove::pid p) { return p; }, grove::after(patience, [] { return grove::pid(); }));
+  CHECK_FALSE(child.is_null());
+  CHECK(child != parent);
+}
+
+TEST_CASE("a process whose function returns ends with reason normal") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  auto s = grove::spawn_monitor([] {});
+  auto d = grove::receive([](grove::down d) { return d; });
+  CHECK(d.ref == s.monitor);
+  CHECK(d.from == s.pid);
+  CHECK(d.reason.is_normal());
+  CHECK_FALSE(grove::is_alive(s.pid));
+}
+
+TEST_CASE("exit(reason) ends the calling process and runs its destructors") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  std::atomic<int> destroyed{0};
+  struct guard {
+    std::atomic<int>* n;
+    ~guard() { n->fetch_add(1); }
+  };
+  grove::spawn_monitor([&destroyed] {
+    guard g{&destroyed};
+    grove::exit(grove::exit_reason::user("config_missing", 42));
+  });
+  auto d = grove::receive([](grove::down d) { return d; });
+  CHECK(d.reason.text() == "config_missing");
+  REQUIRE(d.reason.payload<int>() != nullptr);
+  CHECK(*d.reason.payload<int>() == 42);
+  CHECK(destroyed == 1);
+}
+
+TEST_CASE("a process killed while it waits unwinds its stack, so its destructors run") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  grove::pid self = me.pid();
+  std::atomic<int> destroyed{0};
+  struct guard {
+    std::atomic<int>* n;
+    ~guard() { n->fetch_add(1); }
+  };
+  auto s = grove::spawn_monitor([&destroyed, self] {
+    guard g{&destroyed};
+    grove::send(self, go{});
+    grove::receive([](int) {});
+  });
+  grove::receive([](go) {});
+  grove::exit(s.pid, grove::exit_reason::kill());
+  auto d = grove::receive([](grove::down d) { return d; });
+  CHECK(d.reason.is_killed());
+  CHECK(destroyed == 1);
+}
+
+TEST_CASE("a kill cannot be swallowed by catch (...)") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  grove::pid self = me.pid();
+  auto s = grove::spawn_monitor([self] {
+    grove::send(self, go{});
+    for (;;) {
+      try {
+        grove::receive([](int) {});
+      } catch (...) {
+        // a careless catch-all: the runtime raises the exit again at the next runtime call
+      }
+    }
+  });
+  grove::receive([](go) {});
+  grove::exit(s.pid, grove::exit_reason::kill());
+  auto d = grove::receive([](grove::down d) { return d; }, grove::after(patience, [] { return grove::down{}; }));
+  CHECK(d.reason.is_killed());
+}
+
+TEST_CASE("self is the null pid outside a process and the process's own pid inside") {
+  grove_test::runtime_fixture rt;
+  CHECK(grove::self().is_null());
+  grove::scoped_process me;
+  CHECK(grove::self() == me.pid());
+  grove::pid self = me.pid();
+  auto p = grove::spawn([self] { grove::send(self, grove::self()); });
+  CHECK(grove::receive([](grove::pid q) { return q; }) == p);
+}
+
+TEST_CASE("calls that need a process fail clearly on a plain thread") {
+  grove_test::runtime_fixture rt;
+  CHECK_THROWS_AS(grove::receive([](int) {}), grove::error);
+  CHECK_THROWS_AS(grove::link(grove::pid()), grove::error);
+  CHECK_THROWS_AS(grove::yield(), grove::error);
+  auto r = grove::try_spawn(grove::spawn_options{.link = true}, [] {});
+  CHECK(r.error() == grove::errc::not_in_process);
+}
+
+TEST_CASE("without a runtime, spawn fails with not_running and sends are dropped") {
+  auto r = grove::try_spawn(grove::spawn_options{}, [] {});
+  CHECK(r.error() == grove::errc::not_running);
+  CHECK_THROWS_AS(grove::spawn([] {}), grove::error);
+  grove::send(grove::pid::from_parts(1, 1), 5);  // no crash
+  CHECK_THROWS_AS(grove::system_info(), grove::error);
+}
+
+TEST_CASE("spawning past the process limit fails with process_limit, and the runtime keeps going") {
+  grove_test::runtime_fixture rt({.process_limit = 100});
+  grove::scoped_process me;  // counts as one
+  std::vector<grove::pid> held;
+  grove::result<grove::spawned> last = grove::errc::bad_argument;
+  for (int i = 0; i < 200; ++i) {
+    last = grove::try_spawn(grove::spawn_options{}, [] { grove::receive([](go) {}); });
+    if (!last) break;
+    held.push_back(last->pid);
+  }
+  CHECK(held.size() == 99);
+  CHECK(last.error() == grove::errc::process_limit);
+  CHECK_THROWS_AS(grove::spawn([] {}), grove::error);
+  CHECK(grove::system_info().process_count == 100);
+  // One exits: there is room again.
+  auto ref = grove::monitor(held.back());
+  grove::send(held.back(), go{});
+  grove::receive([&](grove::down d) { CHECK(d.ref == ref); });
+  CHECK(grove::try_spawn(grove::spawn_options{}, [] {}).has_value());
+  for (auto p : held) grove::send(p, go{});
+}
+
+TEST_CASE("a pid stays dead after its table slot is reused") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  grove::pid self = me.pid();
+  // A process spawns short-lived children until one gets the table index of an earlier, dead one.
+  grove::spawn([self] {
+    auto first = grove::spawn_monitor([] {});
+    grove::receive([](grove::down) {});
+    for (int i = 0; i < 100000; ++i) {
+      auto s = grove::spawn_monitor([] { grove::receive([](go) {}); });
+      if (s.pid.index() == first.pid.index()) {
+        grove::send(self, std::pair<grove::pid, grove::pid>(first.pid, s.pid));
+        grove::receive([](go) {});
+        grove::send(s.pid, go{});
+        return;
+      }
+      grove::send(s.pid, go{});
+      grove::receive([](grove::down) {});
+    }
+    grove::send(self, std::pair<grove::pid, grove::pid>());
+  });
+  auto [old_pid, reused] = grove::receive([](std::pair<grove::pid, grove::pid> r) { return r; });
+  REQUIRE_FALSE(reused.is_null());
+  CHECK(reused != old_pid);
+  CHECK(reused.index() == old_pid.index());
+  CHECK(grove::is_alive(reused));
+  CHECK_FALSE(grove::is_alive(old_pid));
+  CHECK_FALSE(grove::process_info(old_pid).has_value());
+  auto before = grove::system_info().dead_letters;
+  grove::send(old_pid, go{});  // must not reach the new occupant
+  CHECK(grove::system_info().dead_letters == before + 1);
+  auto info = grove::process_info(reused);
+  REQUIRE(info);
+  CHECK(info->mailbox_length == 0);
+}
+
+TEST_CASE("pids are values: comparable, hashable and printable") {
+  auto a = grove::pid::from_parts(12, 3), b = grove::pid::from_parts(12, 4), c = grove::pid::from_parts(12, 3);
+  CHECK(a == c);
+  CHECK(a != b);
+  CHECK(a < b);
+  std::unordered_set<grove::pid> set{a, b, c};
+  CHECK(set.size() == 2);
+  CHECK(fmt::format("{}", a) == "<0.12.3>");
+  std::ostringstream os;
+  os << b;
+  CHECK(os.str() == "<0.12.4>");
+  CHECK(grove::pid().is_null());
+}
+
+TEST_CASE("yield lets the other processes on a worker run") {
+  grove_test::runtime_fixture rt({.workers = 1});
+  grove::scoped_process me;
+  grove::pid self = me.pid();
+  std::atomic<bool> other_ran{false};
+  grove::spawn([&other_ran, self] {
+    while (!other_ran.load()) grove::yield();  // a CPU loop that yields
+    grove::send(self, go{});
+  });
+  grove::spawn([&other_ran] { other_ran = true; });
+  bool done = grove::receive([](go) { return true; }, grove::after(patience, [] { return false; }));
+  CHECK(done);
+}
+
+TEST_CASE("a runtime starts and stops several times in one program") {
+  for (int round = 0; round < 3; ++round) {
+    grove_test::runtime_fixture rt;
+    grove::scoped_process me;
+    grove::pid self = me.pid();
+    grove::spawn([self, round] { grove::send(self, round); });
+    CHECK(grove::receive([](int r) { return r; }) == round);
+  }
+}
+
+TEST_CASE("a second runtime cannot start while one runs") {
+  grove_test::runtime_fixture rt;
+  bool threw = false;
+  try {
+    grove::runtime second;
+  } catch (const grove::error& e) {
+    threw = e.code() == grove::errc::already_running;
+  }
+  CHECK(threw);
+}
+
+TEST_CASE("stop gives processes the shutdown signal, then kills those that ignore it at the deadline") {
+  grove_test::runtime_fixture rt;
+  std::atomic<int> shut_down_cleanly{0};
+  {
+    grove::scoped_process me;
+    grove::pid self = me.pid();
+    for (int i = 0; i < 10; ++i) grove::spawn([] { grove::receive([](go) {}); });
+    // Trapping exits and ignoring the shutdown message: killed at the deadline.
+    grove::spawn([self] {
+      grove::trap_exit(true);
+      grove::send(self, go{});
+      for (;;) grove::receive([](grove::exit_signal) {}, [](go) {});
+    });
+    // Trapping, but honouring shutdown.
+    grove::spawn([self, &shut_down_cleanly] {
+      grove::trap_exit(true);
+      grove::send(self, go{});
+      grove::receive([&](grove::exit_signal e) {
+        if (e.reason.is_shutdown()) shut_down_cleanly = 1;
+      });
+    });
+    grove::receive([](go) {});
+    grove::receive([](go) {});
+  }
+  auto report = rt.stop(500ms);
+  CHECK(report.killed == 1);
+  CHECK(report.exited == 11);
+  CHECK(report.clean);
+  CHECK(shut_down_cleanly == 1);
+}
+
+TEST_CASE("a foreign thread can spawn, send and wait for replies with a timeout") {
+  grove_test::runtime_fixture rt;
+  auto doubler = grove::spawn([] {
+    for (;;) grove::receive([](std::pair<grove::pid, int> m) { grove::send(m.first, m.second * 2); });
+  });
+  std::vector<std::thread> threads;
+  std::atomic<int> correct{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      grove::scoped_process me;
+      for (int i = 0; i < 100; ++i) {
+        grove::send(doubler, std::pair<grove::pid, int>(me.pid(), t * 1000 + i));
+        int r = grove::receive([](int v) { return v; }, grove::after(patience, [] { return -1; }));
+        if (r == 2 * (t * 1000 + i)) ++correct;
+      }
+      // A reply that never comes: the timeout fires.
+      bool timed_out = grove::receive([](int) { return false; }, grove::after(20ms, [] { return true; }));
+      if (timed_out) ++correct;
+    });
+  for (auto& t : threads) t.join();
+  CHECK(correct == 4 * 101);
 }

@@ -1,0 +1,126 @@
+// Scheduling across workers: migration of started processes, stealing, many processes.
+#include "support/fixture.hpp"
+
+#include <set>
+
+using namespace std::chrono_literals;
+using grove_test::patience;
+
+namespace {
+struct go {};
+}  // namespace
+
+TEST_CASE("started processes resume on other workers and keep their stack intact") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  grove::pid self = me.pid();
+  const int n = 64;
+  for (int i = 0; i < n; ++i) {
+    grove::spawn([self, i] {
+      int local[32];
+      for (int k = 0; k < 32; ++k) local[k] = i * 100 + k;
+      int* addr = &local[7];
+      std::set<int> workers;
+      bool intact = true;
+      for (int round = 0; round < 200; ++round) {
+        grove::yield();
+        auto info = grove::process_info(grove::self());
+        if (info) workers.insert(info->worker);
+        for (int k = 0; k < 32; ++k) intact = intact && local[k] == i * 100 + k;
+        intact = intact && addr == &local[7] && *addr == i * 100 + 7;
+      }
+      grove::send(self, std::pair<bool, std::size_t>(intact, workers.size()));
+    });
+  }
+  int intact = 0;
+  std::size_t max_workers_seen = 0;
+  for (int i = 0; i < n; ++i) {
+    auto r = grove::receive([](std::pair<bool, std::size_t> r) { return r; });
+    intact += r.first;
+    max_workers_seen = std::max(max_workers_seen, r.second);
+  }
+  CHECK(intact == n);
+  if (grove_test::test_workers() > 1) {
+    CHECK(grove::system_info().steals > 0);
+  }
+  MESSAGE("most workers one process ran on: " << max_workers_seen);
+}
+
+TEST_CASE("processes that park with deep stacks resume intact when their execution stack is shared") {
+  // Two execution stacks for everyone: every resume of a parked process copies its image back in.
+  grove_test::runtime_fixture rt({.stack_slots = 2});
+  grove::scoped_process me;
+  grove::pid self = me.pid();
+  const int n = 40;
+  for (int i = 0; i < n; ++i) {
+    grove::spawn([self, i] {
+      char big[16 * 1024];
+      for (std::size_t k = 0; k < sizeof big; ++k) big[k] = static_cast<char>((i + k) & 0x7f);
+      bool intact = true;
+      for (int round = 0; round < 20; ++round) {
+        grove::sleep_for(std::chrono::microseconds(100 * (i % 7)));
+        for (std::size_t k = 0; k < sizeof big; k += 97) intact = intact && big[k] == static_cast<char>((i + k) & 0x7f);
+      }
+      grove::send(self, intact);
+    });
+  }
+  int intact = 0;
+  for (int i = 0; i < n; ++i) intact += grove::receive([](bool ok) { return ok; });
+  CHECK(intact == n);
+  CHECK(grove::system_info().stack_image_copies > 0);
+}
+
+TEST_CASE("a parked process can hold a caught exception and rethrow it after migrating") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  grove::pid self = me.pid();
+  const int n = 16;
+  for (int i = 0; i < n; ++i) {
+    grove::spawn([self, i] {
+      std::string what;
+      try {
+        try {
+          throw std::runtime_error("inner " + std::to_string(i));
+        } catch (const std::exception&) {
+          for (int k = 0; k < 20; ++k) grove::yield();  // park inside a catch block
+          throw;                                        // and rethrow the caught exception
+        }
+      } catch (const std::exception& e) {
+        what = e.what();
+      }
+      grove::send(self, what == "inner " + std::to_string(i) && std::uncaught_exceptions() == 0);
+    });
+  }
+  int ok = 0;
+  for (int i = 0; i < n; ++i) ok += grove::receive([](bool b) { return b; });
+  CHECK(ok == n);
+}
+
+TEST_CASE("thousands of processes in a ring pass a token around") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const int n = 2000 * static_cast<int>(grove_test::stress_scale());
+  const int laps = 3;
+  grove::pid self = me.pid();
+  // Build the ring back to front: each process forwards to the next; the last forwards to us.
+  grove::pid next = self;
+  for (int i = 0; i < n; ++i) {
+    next = grove::spawn([next] {
+      for (;;) {
+        bool more = grove::receive([&](int hops) {
+          grove::send(next, hops + 1);
+          return true;
+        }, [](go) { return false; });
+        if (!more) return;
+      }
+    });
+  }
+  grove::pid first = next;
+  int hops = 0;
+  for (int lap = 0; lap < laps; ++lap) {
+    grove::send(first, hops);
+    hops = grove::receive([](int h) { return h; }, grove::after(patience, [] { return -1; }));
+    REQUIRE(hops == (lap + 1) * n);
+  }
+  rt.stop();
+}

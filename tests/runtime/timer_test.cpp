@@ -1,0 +1,85 @@
+// Timers: sleep_for, send_after and its cancellation.
+#include "support/fixture.hpp"
+
+using namespace std::chrono_literals;
+using grove_test::patience;
+
+namespace {
+struct tick {
+  int n;
+};
+}  // namespace
+
+TEST_CASE("sleep_for sleeps at least its time, leaves messages in the mailbox, and still obeys kill") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  grove::pid self = me.pid();
+  grove::spawn([self] {
+    grove::send(grove::self(), 1);  // stays in the mailbox through the sleep
+    auto t0 = std::chrono::steady_clock::now();
+    grove::sleep_for(100ms);
+    double slept = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    int kept = grove::receive([](int n) { return n; }, grove::after(0ms, [] { return -1; }));
+    grove::send(self, std::pair<double, int>(slept, kept));
+  });
+  auto [slept, kept] = grove::receive([](std::pair<double, int> r) { return r; });
+  CHECK(slept >= 0.1);
+  CHECK(kept == 1);
+
+  auto sleeper = grove::spawn_monitor([] { grove::sleep_for(std::chrono::hours(1)); });
+  grove::exit(sleeper.pid, grove::exit_reason::kill());
+  auto d = grove::receive([](grove::down d) { return d; }, grove::after(patience, [] { return grove::down{}; }));
+  CHECK(d.reason.is_killed());
+}
+
+TEST_CASE("send_after delivers after the delay, and cancel_timer stops a pending one") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  auto t0 = std::chrono::steady_clock::now();
+  grove::send_after(me.pid(), tick{1}, 50ms);
+  auto cancelled = grove::send_after(me.pid(), tick{2}, 100ms);
+  CHECK(grove::cancel_timer(cancelled));
+  CHECK_FALSE(grove::cancel_timer(cancelled));  // once only
+  CHECK(grove::receive([](tick t) { return t.n; }) == 1);
+  CHECK(std::chrono::steady_clock::now() - t0 >= 50ms);
+  // A later timer (sent after the cancelled one's deadline) arrives, and the cancelled one never does.
+  grove::send_after(me.pid(), tick{3}, 200ms);
+  CHECK(grove::receive([](tick t) { return t.n; }) == 3);
+  bool stray = grove::receive([](tick) { return true; }, grove::after(0ms, [] { return false; }));
+  CHECK_FALSE(stray);
+}
+
+TEST_CASE("cancelling a timer that has fired returns false, and its message is delivered once") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  auto t = grove::send_after(me.pid(), tick{7}, 1ms);
+  CHECK(grove::receive([](tick t) { return t.n; }) == 7);
+  CHECK_FALSE(grove::cancel_timer(t));
+  CHECK_FALSE(grove::cancel_timer(grove::timer_ref{}));
+}
+
+TEST_CASE("timers from processes on every worker fire, in deadline order for one receiver") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  grove::pid self = me.pid();
+  const int n = 200;
+  for (int i = 0; i < n; ++i)
+    grove::spawn([self, i] { grove::send_after(self, tick{i}, std::chrono::milliseconds(2 * i)); });
+  int received = 0;
+  for (; received < n; ++received) {
+    bool got = grove::receive([](tick) { return true; }, grove::after(patience, [] { return false; }));
+    if (!got) break;
+  }
+  CHECK(received == n);
+}
+
+TEST_CASE("a pending send_after timer is dropped at stop, and its message is freed") {
+  grove_test::runtime_fixture rt;
+  {
+    grove::scoped_process me;
+    grove::send_after(me.pid(), std::string(1000, 'x'), std::chrono::hours(1));
+    CHECK(grove::resources_in_use().timers == 1);
+  }
+  rt.stop();
+  CHECK(grove::resources_in_use().timers == 0);
+}
