@@ -57,15 +57,19 @@ using entry_fn = void (*)(transfer);
 // Prepares a fresh context on [stack_top - size, stack_top) that starts in entry.
 void* make_context(void* stack_top, std::size_t size, entry_fn entry) noexcept;
 
+// The running thread's exception globals (for switch_to; look it up once per thread).
+eh_globals* thread_eh_globals() noexcept;
+
 // Switches from `self` (the running context) to `target`, passing data; returns when something
-// switches back to `self`. Saves and restores the exception globals of the running thread.
-transfer switch_to(context& self, context& target, stack_bounds target_stack, void* data) noexcept;
+// switches back to `self`. `live` is the running thread's exception globals: self's state is saved
+// from it and target's installed in it.
+transfer switch_to(context& self, context& target, stack_bounds target_stack, eh_globals* live, void* data) noexcept;
 
 // The first thing a context does when it starts in its entry function.
 void finish_first_switch(context& self) noexcept;
 
 // The last switch of a context that will never run again (its stack may be reused at once).
-[[noreturn]] void exit_to(context& target, stack_bounds target_stack, void* data) noexcept;
+[[noreturn]] void exit_to(context& target, stack_bounds target_stack, eh_globals* live, void* data) noexcept;
 
 // Sanitizer bookkeeping for a new process context / one that is gone for good.
 void create_fiber(context& c) noexcept;

@@ -33,7 +33,7 @@ void wait_scoped(process* p, std::uint64_t deadline_ns);
 void park_current(process* p, park_reason why) {
   worker& w = *current_runtime()->workers[p->worker];  // p->worker: set by the worker running us
   p->parked = why;
-  transfer t = switch_to(p->ctx, w.sched_ctx, w.thread_stack, nullptr);
+  transfer t = switch_to(p->ctx, w.sched_ctx, w.thread_stack, w.thread_eh, nullptr);
   auto* now_on = static_cast<worker*>(t.data);
   now_on->sched_ctx.fctx = t.fctx;  // the resuming worker's context, to switch back to next time
 }
@@ -63,7 +63,9 @@ void wait_for_wake(process* p, std::uint64_t deadline_ns) {
 
 struct disarm_on_return {
   process* p;
-  ~disarm_on_return() { disarm_timeout(p); }
+  ~disarm_on_return() {
+    if (p->timer_armed) disarm_timeout(p);
+  }
 };
 
 int match_nothing(void*, const message_node*) { return -1; }
@@ -102,7 +104,7 @@ bool send_node_to_name(std::string_view name, message_node* n) {
 matched receive_node(match_fn match, void* matcher, std::int64_t timeout_ns) {
   process* p = current_process();
   if (!p) throw error(errc::not_in_process);
-  check_pending_exit(p);
+  if (p->exiting) check_pending_exit(p);
   const bool forever = timeout_ns < 0;
   const std::uint64_t deadline = forever ? 0 : now_ns() + static_cast<std::uint64_t>(timeout_ns);
   disarm_on_return disarm{p};
@@ -117,7 +119,7 @@ matched receive_node(match_fn match, void* matcher, std::int64_t timeout_ns) {
         return {n, h};
       }
     }
-    if (drain_inbox(p)) {
+    if (p->mail.maybe_nonempty() && drain_inbox(p)) {
       cur = prev ? saved_list::next_of(prev) : p->saved.head();
       continue;
     }

@@ -69,6 +69,7 @@ class worker {
   process* current = nullptr;  // owner: the process running on this worker, if any
   context sched_ctx;           // owner: the worker's own context while a process runs
   stack_bounds thread_stack;   // owner: its thread's stack, for ASan
+  eh_globals* thread_eh = nullptr;  // owner: its thread's C++ exception globals (context.hpp)
 
   // Timers of processes that ran here (timers.cpp). Other workers lock it to cancel.
   std::mutex wheel_lock;
@@ -98,7 +99,11 @@ class worker {
   std::uint32_t lifo_streak_ = 0;   // owner: consecutive runs from runnext
   bool searching_ = false;          // owner: counted in runtime_state::searching
   std::uint64_t rng_ = 0;           // owner: victim order
-  std::vector<std::uint64_t> seen_switches_;  // owner: other workers' switch counts at our last look
+  struct sighting {
+    std::uint64_t count = ~0ull;  // a worker's switch count
+    std::uint64_t since = 0;      // when we first saw it
+  };
+  std::vector<sighting> seen_switches_;  // owner: other workers' switch counts, for the stuck-worker rule
 
   std::mutex park_lock_;
   std::condition_variable park_cv_;

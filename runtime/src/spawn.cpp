@@ -45,7 +45,7 @@ exit_reason run_function(process* p) noexcept {
   reason = exit_reason();  // releases its detail now: no destructor will run for this frame
   worker& now_on = *rt->workers[p->worker];  // maybe not the first worker: the process may have migrated
   p->parked = park_reason::exit;
-  exit_to(now_on.sched_ctx, now_on.thread_stack, nullptr);
+  exit_to(now_on.sched_ctx, now_on.thread_stack, now_on.thread_eh, nullptr);
 }
 
 }  // namespace

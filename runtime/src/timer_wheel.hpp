@@ -4,9 +4,9 @@
 //   A pure, single-threaded store of intrusive timer_nodes keyed by an absolute deadline in steady-clock
 //   nanoseconds. Nothing here is atomic: the worker that owns a wheel holds its lock around every call.
 //   It never allocates. A node lives inside a process control block (so it is at most 32 bytes); the
-//   wheel is a fixed array of 6 x 64 + 3 list heads (one pointer each) and six 64-bit bitmaps, ~3.2 KiB.
+//   wheel is a fixed array of 6 x 64 + 3 lists (head and tail pointers) and six 64-bit bitmaps, ~6.2 KiB.
 //   Header-only: advance() is a template and the rest is a handful of short inline functions.
-//   Lists are null-terminated and FIFO; one pointer per head, whose prev points at the tail.
+//   Lists are doubly linked, null-terminated and FIFO; the wheel keeps each list's head and tail.
 //
 // TICK AND LEVEL MATH
 //   Time is cut into ticks of 2^18 ns (262.144 us); a deadline's tick is deadline_ns >> 18. The wheel
@@ -35,7 +35,7 @@
 //   5. occupied_[l] bit s is set iff the list of level l, slot s is non-empty.
 //   6. current_min_ns_ and due_min_ns_ are lower bounds on the deadlines of the current slot and the due
 //      list (exact after a scan; a removal may leave them low, which costs one needless scan).
-//   7. C == now_ns_ >> tick_shift.
+//   7. C == now_ns_ >> tick_shift (C may lag after fn threw; the next advance catches up).
 //   From 1 and 3: every slot of level l+1 starts after the end of C's level-l span, so the next slot to
 //   come due is in the lowest level with an occupied slot other than the current slot, found with one
 //   countr_zero; no walking tick by tick.
@@ -67,16 +67,18 @@
 //   the unfired due nodes back; nothing is lost and the next advance fires them.
 //
 // ORDER
-//   Slot lists are FIFO (the head's prev points at the tail, so one pointer per head suffices). Nodes
+//   Slot lists are FIFO, so timers armed in one tick through the same path fire in the order armed. Nodes
 //   fire tick by tick; within a tick the order is that of the slot list, not of deadline_ns. Callers must
 //   not rely on more than "never early".
 //
 // WHY A WHEEL AND NOT A HEAP
 //   A worker may hold a million pending timers, and in Erlang-style code most are cancelled before they
-//   fire (receive ... after, request deadlines). A binary heap costs O(log n) per insert, ~20 dependent
-//   cache misses at 1M, and cancellation needs either an index stored in each node and rewritten on every
-//   swap, or lazy deletion, which keeps cancelled entries and grows with churn. The wheel's insert and
-//   cancel are a list push/unlink and a bit set/clear: O(1), and the node needs no index.
+//   fire (receive ... after, request deadlines). A binary heap pops and cancels in O(log n), ~20 levels
+//   at 1M with a cache miss at most of them, and insert is O(log n) in the worst case; cancellation needs
+//   either an index stored in each node and rewritten on every swap, or lazy deletion, which keeps
+//   cancelled entries and grows with churn. The wheel's insert and cancel are a list push/unlink and a
+//   bit set/clear: O(1), and the node needs no index. Its price is the cascade: a node is visited once
+//   per level it passes through (two or three for deadlines of seconds) before it fires.
 //   Rejected too:
 //   - A single-level wheel walked tick by tick (Varghese & Lauck scheme 4): an idle hour is 13.7M ticks.
 //   - Rounding each deadline up to its tick and firing whole slots, as tokio does: no per-node check in
@@ -85,18 +87,30 @@
 //   - Keeping the current slot sorted: O(k) insert. Instead a scan of the current slot is skipped unless
 //     current_min_ns_ says something is due. A worker that prefers fewer wake-ups to sub-tick precision
 //     rounds next_expiry() up to a multiple of tick_ns; the whole tick then fires in one advance.
-//   - Circular lists with sentinel nodes: 387 x 32 B = 12 KiB of heads instead of 3 KiB.
+//   - Circular lists with sentinel nodes: 387 x 32 B = 12 KiB of heads instead of 6 KiB.
+//   - One pointer per list, the head's prev pointing at the tail (3 KiB): push_back then has to load the
+//     head node, a cache miss on every insert at 1M timers; the tail array keeps inserts to stores.
 //   - Moving a slot to a private firing list before firing it (simplest re-entrancy): relabelling every
 //     node first doubled the cache misses of a large slot; the two due lists and the keep list avoid it.
 //   - A separate overflow list for deadlines beyond 208 days: it would need its own check on every
 //     turn; letting level 5 wrap does the same with no extra case in advance.
 //
-// MEASURED (bench/grove/timer_wheel_probe.cpp, AMD EPYC, g++ 12 -O2, 1,000,000 pending timers with
-//   deadlines uniform over 10 s; median of 5 rounds; nodes in one contiguous array, touched in random order):
+// MEASURED by bench/grove/timer_wheel_probe.cpp on this project's machine kind (a 2-vCPU AMD EPYC guest),
+//   g++ 12 -O2, 1,000,000 pending timers, deadlines uniform over 10 s, nodes touched in random order.
+//   Other jobs kept the load average at 4-7, so each figure is the median of 7 runs (each run prints the
+//   median of 5 rounds), with the lowest and highest run in brackets. From the repository root:
 //     g++ -std=c++20 -O2 -Iruntime/src bench/grove/timer_wheel_probe.cpp -o /tmp/twp && /tmp/twp
-//   insert ~@INSERT@ ns, remove ~@REMOVE@ ns, advance ~@FIRE@ ns per fired timer (including the callback
-//   re-inserting it), advancing across an idle hour in 1 ms steps ~@IDLE@ ns per call;
-//   32 bytes per timer (the node) + 3.2 KiB per wheel.
+//   insert, 1M pending                               61 ns  [38, 90]
+//   remove, 1M pending                               75 ns  [40, 115]
+//   advance, per fired timer, callback re-inserts   684 ns  [448, 1039]   (steady at 1M pending)
+//   advance, per fired timer, draining 1M           669 ns  [422, 1043]
+//   advance across an idle hour, every 1 ms          35 ns per call  [33, 65]
+//   advance across an idle hour in one call          38 ns  [24, 39]
+//   bytes: 32 per timer (the node, inside the process control block) + 6,288 per wheel.
+//   Why a fire costs ~0.5-0.7 us: a dependent cache miss costs ~260 ns on this guest (a pointer chase over
+//   32 MB), and a timer 0-10 s away is visited ~2.9 times (1.9 cascades on average, then the fire), each
+//   a miss when a million nodes are scattered. In the runtime the fire's miss is on the process control
+//   block that the message delivery touches next anyway.
 #pragma once
 
 #include <algorithm>
@@ -105,6 +119,7 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <limits>
 #include <optional>
 
@@ -115,8 +130,8 @@ class timer_wheel;
 // An intrusive timer: embedded in the process control block. Owned by the wheel while linked: only the
 // wheel writes prev, next and list_ then, and the node must not be moved, copied or destroyed.
 struct timer_node {
-  timer_node* prev = nullptr;  // owner: the wheel; at a list's head it points at the list's tail
-  timer_node* next = nullptr;  // owner: the wheel; null at a list's tail
+  timer_node* prev = nullptr;     // owner: the wheel; null at a list's head
+  timer_node* next = nullptr;     // owner: the wheel; null at a list's tail
   std::uint64_t deadline_ns = 0;  // absolute time, steady-clock nanoseconds; set by insert
 
   bool is_linked() const noexcept { return list_ != unlinked_list; }
@@ -135,7 +150,8 @@ class timer_wheel {
   static constexpr unsigned level_count = 6;
   static constexpr unsigned slot_bits = 6;
   static constexpr unsigned slot_count = 1u << slot_bits;  // per level
-  static constexpr std::uint64_t range_ticks = std::uint64_t{1} << (level_count * slot_bits);  // ~208.5 days
+  // Ticks the whole wheel spans: 2^36, ~208.5 days; later deadlines wait in level 5 (invariant 3).
+  static constexpr std::uint64_t range_ticks = std::uint64_t{1} << (level_count * slot_bits);
 
   explicit timer_wheel(std::uint64_t now_ns) noexcept
       : now_ns_(now_ns), current_tick_(now_ns >> tick_shift) {}
@@ -169,14 +185,18 @@ class timer_wheel {
 
   std::size_t size() const noexcept { return size_; }  // linked nodes
   bool empty() const noexcept { return size_ == 0; }
-  std::uint64_t now_ns() const noexcept { return now_ns_; }  // the latest time given to advance or the constructor
+  // The latest time given to advance or the constructor.
+  std::uint64_t now_ns() const noexcept { return now_ns_; }
 
  private:
   static constexpr std::uint64_t slot_mask = slot_count - 1;
-  static constexpr std::uint16_t wheel_list_count = level_count * slot_count;  // lists 0..383: level * 64 + slot
-  static constexpr std::uint16_t due_list_a = wheel_list_count;  // the two due lists take turns (RE-ENTRANCY)
-  static constexpr std::uint16_t due_list_b = wheel_list_count + 1;  // due_list_a ^ 1
-  static constexpr std::uint16_t keep_list = wheel_list_count + 2;  // current-slot nodes not yet due, during a scan
+  // Lists 0..383 are the wheel's slots (level * 64 + slot); then the two due lists, which take turns
+  // (RE-ENTRANCY), and the keep list, which holds the current slot's not-yet-due nodes during a scan.
+  static constexpr std::uint16_t wheel_list_count = level_count * slot_count;
+  static constexpr std::uint16_t due_list_a = wheel_list_count;
+  static constexpr std::uint16_t due_list_b = wheel_list_count + 1;
+  static_assert((due_list_a ^ 1) == due_list_b, "advance swaps the due lists with ^ 1");
+  static constexpr std::uint16_t keep_list = wheel_list_count + 2;
   static constexpr std::size_t list_count = wheel_list_count + 3;
   static constexpr std::uint64_t no_deadline_ns = std::numeric_limits<std::uint64_t>::max();
 
@@ -186,13 +206,15 @@ class timer_wheel {
     unsigned slot;
   };
 
-  // Sets advancing_ for the duration of advance and, on any exit, returns what is left on the keep list
-  // and the firing due list to their places (only non-empty if fn threw).
+  // Sets advancing_ for the duration of advance and, if fn throws, puts back the nodes advance was
+  // working through (restore_after_throw).
   class advance_scope {
    public:
-    explicit advance_scope(timer_wheel& w) noexcept : w_(w) { w_.advancing_ = true; }
+    explicit advance_scope(timer_wheel& w) noexcept : w_(w), exceptions_(std::uncaught_exceptions()) {
+      w_.advancing_ = true;
+    }
     ~advance_scope() {
-      w_.restore_after_throw();
+      if (std::uncaught_exceptions() > exceptions_) w_.restore_after_throw();
       w_.advancing_ = false;
     }
     advance_scope(const advance_scope&) = delete;
@@ -200,17 +222,20 @@ class timer_wheel {
 
    private:
     timer_wheel& w_;
+    int exceptions_;  // in flight when advance began
   };
 
   static constexpr std::uint16_t list_index(unsigned level, unsigned slot) noexcept {
     return static_cast<std::uint16_t>(level * slot_count + slot);
   }
-  std::uint16_t current_list() const noexcept { return list_index(0, static_cast<unsigned>(current_tick_ & slot_mask)); }
+  std::uint16_t current_list() const noexcept {
+    return list_index(0, static_cast<unsigned>(current_tick_ & slot_mask));
+  }
 
   void push_back(std::uint16_t list, timer_node* n) noexcept;
   void unlink(timer_node* n) noexcept;  // from its list; leaves bitmaps and size_ alone
   void link_due(timer_node* n) noexcept;
-  void link_by_tick(timer_node* n) noexcept;  // invariant 1's formula; needs tick >= current_tick_
+  void link_by_tick(timer_node* n) noexcept;      // invariant 1's formula; needs tick >= current_tick_
   void unlink_from_slot(timer_node* n) noexcept;  // unlink, and clear the slot's bit if it empties
   void cascade(std::uint16_t list) noexcept;
   void restore_after_throw() noexcept;
@@ -220,44 +245,46 @@ class timer_wheel {
   template <class F>
   std::size_t fire_current_slot(std::uint64_t now_ns, F& fn);
 
-  std::array<timer_node*, list_count> heads_{};  // each list's first node; its prev is the tail
+  struct node_list {
+    timer_node* head = nullptr;
+    timer_node* tail = nullptr;
+  };
+  // Every field: owner: the worker that holds the wheel's lock (the wheel is not thread-safe).
+  std::array<node_list, list_count> lists_{};
   std::array<std::uint64_t, level_count> occupied_{};  // invariant 5
-  std::uint64_t now_ns_;  // the latest time given to advance or the constructor
+  std::uint64_t now_ns_;                               // the latest time given to advance or the constructor
   std::uint64_t current_tick_;  // C in the design comment; lags now_ns_ >> tick_shift only inside advance
   std::uint64_t current_min_ns_ = no_deadline_ns;  // invariant 6
-  std::uint64_t due_min_ns_ = no_deadline_ns;  // invariant 6
+  std::uint64_t due_min_ns_ = no_deadline_ns;      // invariant 6
   std::size_t size_ = 0;
   std::uint16_t due_list_ = due_list_a;  // the due list insert uses; advance fires the other one
-  bool advancing_ = false;  // guards against advance re-entered from fn
+  bool advancing_ = false;               // guards against advance re-entered from fn
 };
 
 inline void timer_wheel::push_back(std::uint16_t list, timer_node* n) noexcept {
-  timer_node*& head = heads_[list];
+  node_list& l = lists_[list];
   n->list_ = list;
   n->next = nullptr;
-  if (head == nullptr) {
-    n->prev = n;  // a lone node is its own tail
-    head = n;
+  n->prev = l.tail;
+  if (l.tail != nullptr) {
+    l.tail->next = n;  // a store: the old tail need not be in cache
   } else {
-    timer_node* tail = head->prev;
-    tail->next = n;
-    n->prev = tail;
-    head->prev = n;
+    l.head = n;
   }
+  l.tail = n;
 }
 
 inline void timer_wheel::unlink(timer_node* n) noexcept {
-  timer_node*& head = heads_[n->list_];
-  if (n == head) {
-    head = n->next;
-    if (head != nullptr) head->prev = n->prev;  // the new head inherits the tail pointer
-  } else {
+  node_list& l = lists_[n->list_];
+  if (n->prev != nullptr) {
     n->prev->next = n->next;
-    if (n->next != nullptr) {
-      n->next->prev = n->prev;
-    } else {
-      head->prev = n->prev;  // n was the tail
-    }
+  } else {
+    l.head = n->next;
+  }
+  if (n->next != nullptr) {
+    n->next->prev = n->prev;
+  } else {
+    l.tail = n->prev;
   }
   n->prev = nullptr;
   n->next = nullptr;
@@ -299,7 +326,7 @@ inline void timer_wheel::insert(timer_node* n, std::uint64_t deadline_ns) noexce
 inline void timer_wheel::unlink_from_slot(timer_node* n) noexcept {
   const std::uint16_t list = n->list_;
   unlink(n);
-  if (list < wheel_list_count && heads_[list] == nullptr) {
+  if (list < wheel_list_count && lists_[list].head == nullptr) {
     occupied_[list / slot_count] &= ~(std::uint64_t{1} << (list % slot_count));
   }
 }
@@ -314,8 +341,8 @@ inline void timer_wheel::remove(timer_node* n) noexcept {
 // callback runs here, so the list can be detached without relabelling its nodes: one pass, one cache
 // miss per node.
 inline void timer_wheel::cascade(std::uint16_t list) noexcept {
-  timer_node* n = heads_[list];
-  heads_[list] = nullptr;
+  timer_node* n = lists_[list].head;
+  lists_[list] = {};
   occupied_[list / slot_count] &= ~(std::uint64_t{1} << (list % slot_count));
   while (n != nullptr) {
     timer_node* next = n->next;
@@ -325,14 +352,14 @@ inline void timer_wheel::cascade(std::uint16_t list) noexcept {
 }
 
 inline void timer_wheel::restore_after_throw() noexcept {
-  if (heads_[current_list()] != nullptr) {  // a scan stopped part way: every node there is in this tick
+  if (lists_[current_list()].head != nullptr) {  // a scan stopped part way; all of the slot is in this tick
     current_min_ns_ = std::min(current_min_ns_, current_tick_ << tick_shift);
   }
-  while (timer_node* n = heads_[keep_list]) {  // not due, tick == current_tick_: back to the current slot
+  while (timer_node* n = lists_[keep_list].head) {  // not due, in this tick: back to the current slot
     unlink(n);
     link_by_tick(n);
   }
-  while (timer_node* n = heads_[due_list_ ^ 1]) {  // due and unfired: to the due list insert uses
+  while (timer_node* n = lists_[due_list_ ^ 1].head) {  // due and unfired: to the due list insert uses
     unlink(n);
     link_due(n);
   }
@@ -360,16 +387,16 @@ inline std::optional<timer_wheel::slot_event> timer_wheel::next_event() const no
 }
 
 inline std::optional<std::uint64_t> timer_wheel::next_expiry() const noexcept {
-  if (heads_[due_list_] != nullptr) return due_min_ns_;
-  if (heads_[current_list()] != nullptr) return current_min_ns_;  // precedes every other slot
+  if (lists_[due_list_].head != nullptr) return due_min_ns_;
+  if (lists_[current_list()].head != nullptr) return current_min_ns_;  // precedes every other slot
   if (const std::optional<slot_event> e = next_event()) return e->start_tick << tick_shift;
   return std::nullopt;
 }
 
 inline void timer_wheel::clear() noexcept {
   assert(!advancing_ && "timer_wheel::clear: called from advance's callback");
-  for (timer_node*& head : heads_) {
-    while (timer_node* n = head) unlink(n);
+  for (node_list& l : lists_) {
+    while (timer_node* n = l.head) unlink(n);
   }
   occupied_ = {};
   current_min_ns_ = no_deadline_ns;
@@ -385,7 +412,7 @@ std::size_t timer_wheel::fire_due_list(F& fn) {
   due_list_ ^= 1;
   due_min_ns_ = no_deadline_ns;
   std::size_t fired = 0;
-  while (timer_node* n = heads_[firing]) {
+  while (timer_node* n = lists_[firing].head) {
     unlink(n);
     --size_;
     ++fired;
@@ -402,7 +429,7 @@ std::size_t timer_wheel::fire_current_slot(std::uint64_t now_ns, F& fn) {
   const std::uint16_t current = current_list();
   current_min_ns_ = no_deadline_ns;
   std::size_t fired = 0;
-  while (timer_node* n = heads_[current]) {
+  while (timer_node* n = lists_[current].head) {
     unlink_from_slot(n);
     if (n->deadline_ns <= now_ns) {
       --size_;
@@ -412,7 +439,7 @@ std::size_t timer_wheel::fire_current_slot(std::uint64_t now_ns, F& fn) {
       push_back(keep_list, n);
     }
   }
-  while (timer_node* n = heads_[keep_list]) {
+  while (timer_node* n = lists_[keep_list].head) {
     unlink(n);
     link_by_tick(n);  // back into the current slot, recomputing current_min_ns_
   }
@@ -427,12 +454,14 @@ std::size_t timer_wheel::advance(std::uint64_t now_ns, F&& fn) {
   const std::uint64_t target_tick = now_ns >> tick_shift;
   advance_scope scope(*this);
   std::size_t fired = 0;
-  if (heads_[due_list_] != nullptr) fired += fire_due_list(fn);  // step 1
+  if (lists_[due_list_].head != nullptr) fired += fire_due_list(fn);  // step 1
   for (;;) {
-    if (heads_[current_list()] != nullptr && current_min_ns_ <= now_ns) fired += fire_current_slot(now_ns, fn);  // step 2
+    if (lists_[current_list()].head != nullptr && current_min_ns_ <= now_ns) {  // step 2
+      fired += fire_current_slot(now_ns, fn);
+    }
     const std::optional<slot_event> e = next_event();  // step 3
     if (!e || e->start_tick > target_tick) break;
-    assert(heads_[current_list()] == nullptr && "timer_wheel::advance: moving past a non-empty current slot");
+    assert(lists_[current_list()].head == nullptr && "timer_wheel::advance: moving past a non-empty slot");
     current_tick_ = e->start_tick;  // step 4
     if (e->level == 0) {
       current_min_ns_ = e->start_tick << tick_shift;  // every node there is in this tick
@@ -442,7 +471,7 @@ std::size_t timer_wheel::advance(std::uint64_t now_ns, F&& fn) {
     }
   }
   if (current_tick_ != target_tick) {  // step 5
-    assert(heads_[current_list()] == nullptr && "timer_wheel::advance: leaving a non-empty current slot behind");
+    assert(lists_[current_list()].head == nullptr && "timer_wheel::advance: leaving a non-empty slot behind");
     current_tick_ = target_tick;
     current_min_ns_ = no_deadline_ns;
   }

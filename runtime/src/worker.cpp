@@ -16,6 +16,11 @@ constexpr std::uint32_t global_queue_interval = 61;  // Go's: check the inject q
 constexpr std::uint32_t lifo_streak_max = 3;         // tokio's cap on consecutive LIFO-slot runs
 constexpr int steal_rounds = 4;                      // Go's: passes over all victims before parking
 constexpr std::size_t inject_batch = 32;             // processes taken from the inject queue at once
+// A worker whose switch count has not moved for this long is running one long process: its LIFO
+// slot may be stolen. Much longer than a message round trip (~0.3 µs), so a ping-pong pair is never
+// split across cores (which made bench/grove/ring 40% slower on 2 workers than on 1 when it was
+// "two looks in a row").
+constexpr std::uint64_t stuck_worker_ns = 200'000;
 // How long a worker that ran out of work keeps looking before it sleeps. A futex wake costs ~5-10 µs
 // on these VMs; without this, a trickle of work from a foreign thread (one send every few µs) wakes
 // a sleeping worker for every message. Measured with examples/spawn_million's shutdown (1M exit
@@ -24,7 +29,7 @@ constexpr std::uint64_t spin_before_park_ns = 20'000;
 }  // namespace
 
 worker::worker(runtime_state& r, unsigned i)
-    : rt(r), index(i), wheel(now_ns()), rng_(0x9E3779B97F4A7C15ull * (i + 1)), seen_switches_(r.config.workers, ~0ull) {}
+    : rt(r), index(i), wheel(now_ns()), rng_(0x9E3779B97F4A7C15ull * (i + 1)), seen_switches_(r.config.workers) {}
 
 void worker::start() {
   thread_ = std::thread([this] { loop(); });
@@ -94,15 +99,20 @@ process* worker::steal_from_others() {
     worker& victim = *rt.workers[v];
     std::uint32_t got = victim.local.steal_half(batch);
     if (got == 0) {
-      // Its LIFO slot only if the victim is stuck in one process (scheduler.cpp, "Where work comes from").
-      std::uint64_t sw = victim.switches.load(std::memory_order_relaxed);  // a heuristic: any recent value will do
-      if (victim.runnext.load(std::memory_order_relaxed) != nullptr && seen_switches_[v] == sw) {
-        if (process* p = victim.runnext.exchange(nullptr, std::memory_order_acq_rel)) {  // acq_rel: see push_runnext
-          steals.fetch_add(1, std::memory_order_relaxed);  // statistics
-          return p;
-        }
+      // Its LIFO slot only if the victim is stuck in one process (scheduler.cpp, "Where work comes
+      // from"): its switch count has not moved for stuck_worker_ns since we first saw that count.
+      if (victim.runnext.load(std::memory_order_relaxed) == nullptr) continue;  // a hint; the exchange decides
+      std::uint64_t sw = victim.switches.load(std::memory_order_relaxed);      // a heuristic: any recent value will do
+      std::uint64_t now = now_ns();
+      if (seen_switches_[v].count != sw) {
+        seen_switches_[v] = {sw, now};
+        continue;
       }
-      seen_switches_[v] = sw;
+      if (now - seen_switches_[v].since < stuck_worker_ns) continue;
+      if (process* p = victim.runnext.exchange(nullptr, std::memory_order_acq_rel)) {  // acq_rel: see push_runnext
+        steals.fetch_add(1, std::memory_order_relaxed);  // statistics
+        return p;
+      }
       continue;
     }
     steals.fetch_add(got, std::memory_order_relaxed);  // statistics
@@ -209,6 +219,7 @@ bool worker::park() {
 void worker::loop() {
   set_this_worker(this);
   thread_stack = adopt_thread(sched_ctx);
+  thread_eh = thread_eh_globals();
   for (;;) {
     process* p = find_work();
     if (!p) {
@@ -250,7 +261,7 @@ void worker::run(process* p) {
   }
   p->parked = park_reason::none;
   switches.fetch_add(1, std::memory_order_relaxed);  // statistics (also the stuck-worker heuristic)
-  transfer t = switch_to(sched_ctx, p->ctx, rt.slots.bounds(p), this);
+  transfer t = switch_to(sched_ctx, p->ctx, rt.slots.bounds(p), thread_eh, this);
   current = nullptr;
   if (p->parked != park_reason::exit) p->ctx.fctx = t.fctx;
   after_park(p);
@@ -296,7 +307,10 @@ void worker::after_park(process* p) {
 }
 
 void worker::advance_timers() {
-  if (next_expiry_ns.load(std::memory_order_relaxed) > now_ns()) return;  // we are its only writer
+  // A hint (relaxed); the wheel is exact under its lock. With no timer pending, skip even the clock
+  // read: it was 18% of a ping-pong round trip (perf, bench/grove/ping_pong --threads 1).
+  std::uint64_t next = next_expiry_ns.load(std::memory_order_relaxed);
+  if (next == ~0ull || next > now_ns()) return;
   fire_due_timers(*this);
 }
 
