@@ -7,8 +7,6 @@
 // ns per advance across an idle hour, and bytes per timer: the median [min, max] of 5 rounds. Single
 // thread, no lock: the worker's lock around the wheel is not part of these figures. The numbers pair
 // with the MEASURED paragraph of timer_wheel.hpp's design comment; re-run this when the wheel changes.
-#include "timer_wheel.hpp"
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -17,6 +15,8 @@
 #include <numeric>
 #include <random>
 #include <vector>
+
+#include "timer_wheel.hpp"
 
 namespace {
 
@@ -27,7 +27,7 @@ constexpr std::size_t pending_count = 1'000'000;
 constexpr std::size_t churn_count = 100'000;  // removed then re-inserted while ~1M stay pending
 constexpr std::uint64_t ms_ns = 1'000'000;
 constexpr std::uint64_t s_ns = 1'000 * ms_ns;
-constexpr std::uint64_t spread_ns = 10 * s_ns;  // deadlines uniform over [now + 1 ms, now + 10 s]
+constexpr std::uint64_t spread_ns = 10 * s_ns;    // deadlines uniform over [now + 1 ms, now + 10 s]
 constexpr std::uint64_t advance_step_ns = ms_ns;  // how often a busy worker would advance
 constexpr std::uint64_t hour_ns = 3600 * s_ns;
 constexpr std::uint64_t start_ns = 1'000 * s_ns;
@@ -42,7 +42,9 @@ struct xorshift {
     state ^= state << 17;
     return state;
   }
-  std::uint64_t deadline_after(std::uint64_t now) noexcept { return now + ms_ns + (*this)() % (spread_ns - ms_ns); }
+  std::uint64_t deadline_after(std::uint64_t now) noexcept {
+    return now + ms_ns + (*this)() % (spread_ns - ms_ns);
+  }
 };
 
 using clock_type = std::chrono::steady_clock;
@@ -103,7 +105,8 @@ round_result run_round(int round) {
     fired += wheel.advance(now, [&](timer_node* n) { wheel.insert(n, fast.deadline_after(now)); });
   }
   r.fire_rearm_ns_per_fired = ns_since(t0) / static_cast<double>(fired);
-  if (wheel.size() != pending_count) std::fprintf(stderr, "timer_wheel_probe: size %zu, expected %zu\n", wheel.size(), pending_count);
+  if (wheel.size() != pending_count)
+    std::fprintf(stderr, "timer_wheel_probe: size %zu, expected %zu\n", wheel.size(), pending_count);
 
   // Fire, draining: the same advances with no re-arm, until the wheel is empty.
   fired = 0;
@@ -122,7 +125,8 @@ round_result run_round(int round) {
   r.remove_all_ns = ns_since(t0) / pending_count;
 
   // An idle hour: 16 timers days away; advance every 1 ms, then across a whole hour in one call.
-  for (std::size_t i = 0; i < 16; ++i) wheel.insert(&nodes[i], now + (i + 2) * 24 * hour_ns + fast() % hour_ns);
+  for (std::size_t i = 0; i < 16; ++i)
+    wheel.insert(&nodes[i], now + (i + 2) * 24 * hour_ns + fast() % hour_ns);
   constexpr std::uint64_t idle_steps = hour_ns / advance_step_ns;
   t0 = clock_type::now();
   for (std::uint64_t i = 0; i < idle_steps; ++i) {
@@ -142,7 +146,8 @@ round_result run_round(int round) {
   return r;
 }
 
-void print_row(const char* what, const char* unit, std::vector<round_result>& rounds, double round_result::*field) {
+void print_row(const char* what, const char* unit, std::vector<round_result>& rounds,
+               double round_result::*field) {
   std::vector<double> v;
   for (const auto& r : rounds) v.push_back(r.*field);
   std::sort(v.begin(), v.end());
@@ -154,19 +159,23 @@ void print_row(const char* what, const char* unit, std::vector<round_result>& ro
 int main() {
   std::vector<round_result> rounds;
   for (int i = 0; i < round_count; ++i) rounds.push_back(run_round(i));
-  std::printf("timer_wheel_probe: %zu pending timers, deadlines uniform over 10 s, advance every 1 ms;\n"
-              "median [min, max] of %d rounds\n",
-              pending_count, round_count);
+  std::printf(
+      "timer_wheel_probe: %zu pending timers, deadlines uniform over 10 s, advance every 1 ms;\n"
+      "median [min, max] of %d rounds\n",
+      pending_count, round_count);
   print_row("insert, 1M pending", "ns/insert", rounds, &round_result::insert_ns);
   print_row("remove, 1M pending", "ns/remove", rounds, &round_result::remove_ns);
   print_row("insert, filling an empty wheel to 1M", "ns/insert", rounds, &round_result::fill_ns_per_insert);
   print_row("remove, emptying a 1M wheel", "ns/remove", rounds, &round_result::remove_all_ns);
   print_row("advance, steady 1M pending (callback re-inserts)", "ns/fired timer", rounds,
             &round_result::fire_rearm_ns_per_fired);
-  print_row("advance, draining 1M (no re-insert)", "ns/fired timer", rounds, &round_result::fire_drain_ns_per_fired);
-  print_row("advance across an idle hour, every 1 ms", "ns/advance", rounds, &round_result::idle_steps_ns_per_advance);
+  print_row("advance, draining 1M (no re-insert)", "ns/fired timer", rounds,
+            &round_result::fire_drain_ns_per_fired);
+  print_row("advance across an idle hour, every 1 ms", "ns/advance", rounds,
+            &round_result::idle_steps_ns_per_advance);
   print_row("advance across an idle hour in one call", "ns/advance", rounds, &round_result::idle_jump_ns);
-  std::printf("  bytes per timer: %zu (node, in the process control block) + %zu per wheel (%.4f per timer at 1M)\n",
-              sizeof(timer_node), sizeof(timer_wheel), static_cast<double>(sizeof(timer_wheel)) / pending_count);
+  std::printf(
+      "  bytes per timer: %zu (node, in the process control block) + %zu per wheel (%.4f per timer at 1M)\n",
+      sizeof(timer_node), sizeof(timer_wheel), static_cast<double>(sizeof(timer_wheel)) / pending_count);
   return 0;
 }

@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   const long long n = f["n"];
   grove::runtime rt({.workers = static_cast<unsigned>(f["threads"])});
   grove::scoped_process main_process;
-  const grove::pid collector = main_process.pid();
+  const grove::pid main_pid = main_process.pid();
   std::uint64_t x = static_cast<std::uint64_t>(f["seed"]);
   long long sum_ms = 0;
   std::vector<long long> sleeps(static_cast<std::size_t>(n));
@@ -28,6 +28,13 @@ int main(int argc, char** argv) {
     ms = 1 + static_cast<long long>((x >> 33) % 1000);
     sum_ms += ms;
   }
+  // The collector is a process, as in the Erlang and Go programs; it hands the lateness list to main.
+  const grove::pid collector = grove::spawn([n, main_pid] {
+    std::vector<double> got;
+    got.reserve(static_cast<std::size_t>(n));
+    for (long long i = 0; i < n; ++i) got.push_back(grove::receive([](late l) { return l.ms; }));
+    grove::send(main_pid, std::move(got));
+  });
   grove::spawn([&sleeps, collector] {
     for (long long ms : sleeps) {
       grove::spawn([ms, collector] {
@@ -38,9 +45,7 @@ int main(int argc, char** argv) {
       });
     }
   });
-  std::vector<double> lateness;
-  lateness.reserve(static_cast<std::size_t>(n));
-  for (long long i = 0; i < n; ++i) lateness.push_back(grove::receive([](late l) { return l.ms; }));
+  std::vector<double> lateness = grove::receive([](std::vector<double> v) { return v; });
   std::sort(lateness.begin(), lateness.end());
   auto rank = [&](double q) { return lateness[static_cast<std::size_t>(std::max(1.0, std::ceil(q * static_cast<double>(n)))) - 1]; };
   std::string extra = fmt::format(",\"sum_ms\":{}", sum_ms);

@@ -38,10 +38,9 @@ void park_current(process* p, park_reason why) {
   now_on->sched_ctx.fctx = t.fctx;  // the resuming worker's context, to switch back to next time
 }
 
-namespace {
-
-// One reduction; at the end of the slice, yield. After a yield from a send, act on signals.
-void charge(process* p, bool from_send) {
+// One reduction; at the end of the slice, yield. After a yield from a send or a spawn, act on
+// signals, so a process that only sends or spawns can still be killed.
+void charge(process* p, bool act_on_signals) {
   ++p->reductions;
   if (p->kind != process_kind::scheduled) return;
   if (p->budget > 1) {
@@ -49,8 +48,10 @@ void charge(process* p, bool from_send) {
     return;
   }
   park_current(p, park_reason::yield);
-  if (from_send) drain_inbox(p);
+  if (act_on_signals) drain_inbox(p);
 }
+
+namespace {
 
 void wait_for_wake(process* p, std::uint64_t deadline_ns) {
   if (p->kind == process_kind::scoped) {

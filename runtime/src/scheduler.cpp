@@ -56,8 +56,8 @@
 // will run it next.
 //
 // ## Fairness
-// Each process gets `reductions_per_slice` (default 4,000, BEAM's figure) sends and received
-// messages per slice; a process that uses them up yields to the back of the queue. CPU-bound code
+// Each process gets `reductions_per_slice` (default 4,000, BEAM's figure) sends, received messages
+// and spawns per slice; a process that uses them up yields to the back of the queue. CPU-bound code
 // calls grove::yield(). Grove does not preempt: a process that computes for a long time without a
 // runtime call holds its worker (its queue is stolen by the others, its LIFO slot too, see above).
 //

@@ -27,6 +27,10 @@ void send_exit_signal(runtime_state& rt, process* q, pid from, exit_reason reaso
 // True if a message was added. Throws exit_unwind if a signal ends the process.
 bool drain_inbox(process* p);
 
+// Process context: one reduction (a send, a received message, a spawn); yields at the end of the
+// slice, and then acts on signals if asked (receive.cpp).
+void charge(process* p, bool act_on_signals);
+
 // Process context: if p is exiting (it swallowed exit_unwind), throws it again — unless the stack
 // is already unwinding, where a second exception would terminate the program.
 void check_pending_exit(process* p);

@@ -126,6 +126,7 @@ result<spawned> spawn_entry(const spawn_options& options, const entry_ops& ops, 
     rt->injector.push(p);
   }
   rt->notify_work();
+  if (parent) charge(parent, true);  // spawning costs a reduction, as in BEAM: a spawn loop yields too
   return result;
 }
 

@@ -58,7 +58,7 @@ TEST_CASE("cancelling a timer that has fired returns false, and its message is d
   CHECK_FALSE(grove::cancel_timer(grove::timer_ref{}));
 }
 
-TEST_CASE("timers from processes on every worker fire, in deadline order for one receiver") {
+TEST_CASE("timers armed by processes on every worker all fire") {
   grove_test::runtime_fixture rt;
   grove::scoped_process me;
   grove::pid self = me.pid();
