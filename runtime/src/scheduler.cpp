@@ -214,6 +214,34 @@ void runtime::state::process_exited(process* p, bool scoped) noexcept {
 
 namespace {
 
+// For the stack overflow report (called in a signal handler: no allocation, no locks).
+const char* describe_running_process() {
+  thread_local char text[48];
+  process* p = tls_worker ? tls_worker->current : nullptr;
+  if (!p) return "?";
+  std::uint64_t bits = p->pid_bits.load(std::memory_order_relaxed);
+  auto put = [](char* at, std::uint32_t v) {
+    char digits[12];
+    int n = 0;
+    do {
+      digits[n++] = static_cast<char>('0' + v % 10);
+      v /= 10;
+    } while (v);
+    while (n) *at++ = digits[--n];
+    return at;
+  };
+  char* at = text;
+  *at++ = '<';
+  *at++ = '0';
+  *at++ = '.';
+  at = put(at, static_cast<std::uint32_t>(bits));
+  *at++ = '.';
+  at = put(at, static_cast<std::uint32_t>(bits >> 32));
+  *at++ = '>';
+  *at = '\0';
+  return text;
+}
+
 runtime_config normalise(runtime_config c) {
   if (c.workers == 0) c.workers = std::max(1u, std::thread::hardware_concurrency());
   if (c.workers > 1024) throw error(errc::bad_argument, "runtime_config::workers above 1024");
@@ -235,6 +263,7 @@ runtime::runtime(runtime_config config) {
   if (!g_running.compare_exchange_strong(expected, st.get(), std::memory_order_acq_rel))
     throw error(errc::already_running);
   state_ = std::move(st);
+  state_->slots.install_overflow_reports(&describe_running_process);
   for (auto& w : state_->workers) w->start();
 }
 
@@ -317,6 +346,7 @@ stop_report runtime::stop(std::chrono::milliseconds deadline) {
   for (auto& w : rt.workers) w->unpark();
   for (auto& w : rt.workers) w->join();
   cancel_all_timers(rt);
+  rt.slots.remove_overflow_reports();
   rt.current_phase.store(state::phase::stopped, std::memory_order_release);
   runtime_state* self = &rt;
   g_running.compare_exchange_strong(self, nullptr, std::memory_order_acq_rel);  // acq_rel: as in the constructor

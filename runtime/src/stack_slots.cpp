@@ -1,6 +1,11 @@
 // stack_slots.cpp: see stack_slots.hpp for the protocol.
 #include "stack_slots.hpp"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -33,7 +38,98 @@ GROVE_NO_SANITIZE void copy_shadow(volatile unsigned char* to, const volatile un
 }
 #endif
 
+// ---- Overflow reports ----
+// A process that runs off the bottom of its execution stack touches the slot's guard page. A SIGSEGV
+// handler (on an alternate stack, installed for each worker thread) recognises a fault in a guard
+// page and names the process before aborting; any other fault goes to the previous handler. Not
+// installed under the sanitizers, which report faults themselves.
+std::atomic<const stack_slots*> g_guarded{nullptr};  // shared: the running runtime's slots (release/acquire)
+std::atomic<const char* (*)()> g_describe_current{nullptr};  // shared: names the faulting process
+struct sigaction g_previous_segv;
+
+void write_all(const char* s) noexcept {
+  std::size_t n = std::strlen(s);
+  while (n > 0) {
+    ssize_t w = ::write(2, s, n);
+    if (w <= 0) return;
+    s += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+void on_segv(int sig, siginfo_t* info, void* uctx) {
+  const stack_slots* slots = g_guarded.load(std::memory_order_acquire);  // pairs with install's release
+  if (slots && slots->is_guard_page(info->si_addr)) {
+    write_all("grove: process ");
+    auto describe = g_describe_current.load(std::memory_order_acquire);
+    write_all(describe ? describe() : "?");
+    write_all(" overflowed its execution stack (runtime_config::stack_bytes); aborting\n");
+    std::abort();
+  }
+  // Not ours: hand over to whoever handled SIGSEGV before us (or the default action).
+  if (g_previous_segv.sa_flags & SA_SIGINFO) {
+    if (g_previous_segv.sa_sigaction) return g_previous_segv.sa_sigaction(sig, info, uctx);
+  } else if (g_previous_segv.sa_handler != SIG_DFL && g_previous_segv.sa_handler != SIG_IGN) {
+    return g_previous_segv.sa_handler(sig);
+  }
+  ::signal(SIGSEGV, SIG_DFL);  // re-raised by the faulting instruction on return
+}
+
 }  // namespace
+
+bool stack_slots::is_guard_page(const void* addr) const noexcept {
+  auto a = reinterpret_cast<std::uintptr_t>(addr), b = reinterpret_cast<std::uintptr_t>(region_);
+  if (a < b || a >= b + region_bytes_) return false;
+  return (a - b) % stride_ < page_bytes();
+}
+
+void stack_slots::install_overflow_reports(const char* (*describe_current)()) noexcept {
+#if !GROVE_ASAN && !GROVE_TSAN
+  g_describe_current.store(describe_current, std::memory_order_release);
+  if (g_guarded.exchange(this, std::memory_order_acq_rel) == nullptr) {  // acq_rel: publishes this object to handlers
+    struct sigaction sa {};
+    sa.sa_sigaction = &on_segv;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGSEGV, &sa, &g_previous_segv);
+  }
+#else
+  (void)describe_current;
+#endif
+}
+
+void stack_slots::remove_overflow_reports() noexcept {
+#if !GROVE_ASAN && !GROVE_TSAN
+  const stack_slots* self = this;
+  if (g_guarded.compare_exchange_strong(self, nullptr, std::memory_order_acq_rel)) ::sigaction(SIGSEGV, &g_previous_segv, nullptr);
+#endif
+}
+
+void* stack_slots::prepare_signal_stack() noexcept {
+#if !GROVE_ASAN && !GROVE_TSAN
+  constexpr std::size_t bytes = 64 * 1024;
+  void* mem = std::malloc(bytes);
+  if (!mem) return nullptr;
+  stack_t ss{};
+  ss.ss_sp = mem;
+  ss.ss_size = bytes;
+  if (::sigaltstack(&ss, nullptr) != 0) {
+    std::free(mem);
+    return nullptr;
+  }
+  return mem;
+#else
+  return nullptr;
+#endif
+}
+
+void stack_slots::release_signal_stack(void* mem) noexcept {
+  if (!mem) return;
+  stack_t ss{};
+  ss.ss_flags = SS_DISABLE;
+  ::sigaltstack(&ss, nullptr);
+  std::free(mem);
+}
 
 stack_slots::stack_slots(unsigned count, std::size_t stack_bytes, unsigned workers)
     : slots_(count), cursors_(workers) {

@@ -67,6 +67,13 @@ class stack_slots {
   // Live stack bytes of a parked process (from its saved context) or of its saved image.
   std::size_t live_bytes(const process* p) const noexcept;
 
+  // Overflow reports (stack_slots.cpp): a SIGSEGV in a guard page names the process and aborts.
+  bool is_guard_page(const void* addr) const noexcept;
+  void install_overflow_reports(const char* (*describe_current)()) noexcept;  // at runtime start
+  void remove_overflow_reports() noexcept;                                    // at stop
+  static void* prepare_signal_stack() noexcept;        // each worker thread, at its start
+  static void release_signal_stack(void* mem) noexcept; // and at its end
+
   std::uint64_t image_copies() const noexcept { return copies_.load(std::memory_order_relaxed); }
 
  private:

@@ -220,6 +220,7 @@ void worker::loop() {
   set_this_worker(this);
   thread_stack = adopt_thread(sched_ctx);
   thread_eh = thread_eh_globals();
+  void* signal_stack = stack_slots::prepare_signal_stack();
   for (;;) {
     process* p = find_work();
     if (!p) {
@@ -234,6 +235,7 @@ void worker::loop() {
     }
     run(p);
   }
+  stack_slots::release_signal_stack(signal_stack);
   set_this_worker(nullptr);
 }
 
