@@ -34,9 +34,13 @@ TEST_CASE("a process that overflows its stack is named on stderr, then the progr
     ::close(out[0]);
     grove::runtime rt({.workers = 1, .stack_bytes = 64 * 1024});
     grove::scoped_process me;
-    grove::pid culprit = grove::spawn([] { recurse(0); });
+    grove::pid culprit = grove::spawn([] {
+      grove::receive([](int) {});  // starts once its pid is written out
+      recurse(0);
+    });
     std::string line = fmt::format("culprit {}\n", culprit);
     (void)!::write(2, line.data(), line.size());
+    grove::send(culprit, 1);
     grove::receive([](int) {});
     ::_exit(0);  // not reached
   }
