@@ -52,6 +52,7 @@ struct process_extra {
   std::unordered_set<pid> links;                        // owner
   std::unordered_map<std::uint64_t, pid> monitors;      // owner: monitors it holds (ref id → target)
   std::unordered_map<std::uint64_t, pid> monitored_by;  // owner: monitors on it (ref id → watcher)
+  std::unordered_set<std::uint64_t> aliases;            // owner: its active aliases
   exit_reason reason;                                   // owner: why it is exiting (valid once exiting)
   process_arena* arena = nullptr;                       // owner
   std::size_t max_heap_bytes = 0;                       // owner

@@ -20,6 +20,7 @@
 //       - why == normal: ignore, unless it is the receiver's own exit(self(), normal);
 //       - otherwise: die with `why`.
 //   info{request}         answer process_info (introspection.cpp)
+//   alias{id, message}    queue the message if alias `id` is still active, else drop it
 //
 // Exit protocol (exit_process, run by the exiting process on its own stack):
 //   1. set EXITED in the control word (later wakes are no-ops); it no longer counts as alive;
@@ -38,6 +39,7 @@
 
 #include <grove/errc.hpp>
 #include <grove/link.hpp>
+#include <grove/message.hpp>
 
 #include "arena.hpp"
 #include "memory.hpp"
@@ -54,6 +56,15 @@ struct monitor_signal { pid from; std::uint64_t ref; };
 struct demonitor_signal { pid from; std::uint64_t ref; };
 struct down_signal { pid from; std::uint64_t ref; exit_reason reason; };
 struct info_signal { std::shared_ptr<info_request> request; };
+struct alias_delivery {  // a message sent to an alias; owns `message` until delivered or dropped
+  std::uint64_t alias;
+  message_node* message;
+  alias_delivery(std::uint64_t a, message_node* m) : alias(a), message(m) {}
+  alias_delivery(alias_delivery&& o) noexcept : alias(o.alias), message(std::exchange(o.message, nullptr)) {}
+  ~alias_delivery() {
+    if (message) detail::destroy_node(message);
+  }
+};
 
 template <class T>
 inline constexpr detail::message_type signal_type{&detail::type_name_of<T>, &detail::destroy_typed<T>, true};
@@ -97,6 +108,11 @@ bool handle_signal(process* p, message_node* n) {
   if (auto* s = signal_as<info_signal>(n)) {
     answer_info(p, *s->request);
     return false;
+  }
+  if (auto* s = signal_as<alias_delivery>(n)) {
+    if (p->exiting || !p->extra || p->extra->aliases.count(s->alias) == 0) return false;  // inactive: dropped
+    p->saved.append(std::exchange(s->message, nullptr));
+    return true;
   }
   if (auto* s = signal_as<exit_signal_node>(n)) {
     if (p->exiting) return false;  // already on its way out
@@ -368,6 +384,32 @@ bool demonitor(const monitor_ref& ref, bool flush) {
   }
   return active;
 }
+
+alias make_alias() {
+  process* p = require_process();
+  runtime_state& rt = require_runtime();
+  std::uint64_t id = rt.next_ref.fetch_add(1, std::memory_order_relaxed);  // uniqueness is all we need
+  p->ensure_extra().aliases.insert(id);
+  return alias{p->id(), id};
+}
+
+bool unalias(const alias& a) {
+  process* p = require_process();
+  return a.owner == p->id() && p->extra && p->extra->aliases.erase(a.id) > 0;
+}
+
+namespace detail {
+void send_node_to_alias(const alias& to, message_node* n) {
+  runtime_state* rt = current_runtime();
+  if (!rt) {
+    destroy_node(n);
+    return;
+  }
+  // The wrapper owns n from here: if allocating it throws, n is freed with it.
+  deliver(*rt, to.owner, make_signal<alias_delivery>(to.id, n), true);
+  if (process* self = current_process()) charge(self, true);
+}
+}  // namespace detail
 
 bool trap_exit(bool on) {
   process* p = require_process();

@@ -167,3 +167,24 @@ TEST_CASE("a busy sender does not starve other processes on its worker") {
   grove::receive([&](grove::down d) { CHECK(d.ref == ref); });
   grove::send(sink, stop{});
 }
+
+TEST_CASE("a message sent to an active alias arrives; after unalias it is dropped, even one in flight") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  grove::alias a = grove::make_alias();
+  CHECK(a.owner == me.pid());
+  grove::spawn([a] { grove::send(a, std::string("via alias")); });
+  CHECK(grove::receive([](std::string s) { return s; }, grove::after(patience, [] { return std::string(); })) == "via alias");
+  // Sent while active, taken in after unalias: dropped.
+  grove::send(a, std::string("late"));
+  CHECK(grove::unalias(a));
+  CHECK_FALSE(grove::unalias(a));
+  bool got = grove::receive([](std::string) { return true; }, grove::after(50ms, [] { return false; }));
+  CHECK_FALSE(got);
+  // Another process cannot deactivate our alias.
+  grove::alias b = grove::make_alias();
+  grove::spawn([b, self = me.pid()] { grove::send(self, grove::unalias(b)); });
+  CHECK(grove::receive([](bool r) { return r; }) == false);
+  grove::send(b, 9);
+  CHECK(grove::receive([](int v) { return v; }) == 9);
+}

@@ -29,8 +29,25 @@
 
 namespace grove {
 
+// An alias: a name under which a process receives messages only while the alias is active (OTP 24's
+// process aliases). A request/reply protocol makes one per request and deactivates it when it stops
+// waiting, so a reply that comes too late is dropped instead of landing in the caller's mailbox.
+struct alias {
+  grove::pid owner;
+  std::uint64_t id = 0;
+  explicit operator bool() const noexcept { return id != 0; }
+  friend bool operator==(const alias&, const alias&) noexcept = default;
+};
+
+// Makes a new active alias of the calling process. Throws grove::error(errc::not_in_process).
+alias make_alias();
+// Deactivates one of the caller's aliases: messages sent to it later (or still in flight) are
+// dropped. False if it was not an active alias of the caller.
+bool unalias(const alias& a);
+
 namespace detail {
 void send_node(pid to, message_node* n);  // consumes n; may unwind a process killed meanwhile
+void send_node_to_alias(const alias& to, message_node* n);  // consumes n
 bool send_node_to_name(std::string_view name, message_node* n);  // consumes n; false: no such name
 
 using match_fn = int (*)(void* matcher, const message_node* n);
@@ -51,6 +68,14 @@ void send(pid to, T&& msg) {
   using msg_t = std::decay_t<T>;
   static_assert(std::is_move_constructible_v<msg_t>, "messages must be movable");
   detail::send_node(to, detail::make_node<msg_t>(std::forward<T>(msg)));
+}
+
+// Sends to an alias: delivered to its owner if the alias is still active when the owner takes it
+// in, dropped otherwise. Never blocks, never throws for a dead or inactive target.
+template <class T>
+void send(const alias& to, T&& msg) {
+  using msg_t = std::decay_t<T>;
+  detail::send_node_to_alias(to, detail::make_node<msg_t>(std::forward<T>(msg)));
 }
 
 // Sends to the process registered as `name`; throws grove::error(errc::no_such_name) if none is
