@@ -248,7 +248,11 @@ runtime_config normalise(runtime_config c) {
   if (c.process_limit < 1 || c.process_limit > (std::size_t{1} << 31))
     throw error(errc::bad_argument, "runtime_config::process_limit must be in [1, 2^31]");
   if (c.stack_bytes < 16 * 1024) throw error(errc::bad_argument, "runtime_config::stack_bytes below 16 KiB");
-  if (c.stack_slots == 0) c.stack_slots = 64 * c.workers;
+  // 512 per worker, at most 8,192 (each slot is 2 kernel mappings: guard + stack; the default
+  // vm.max_map_count is 65,530). Measured on bench/grove/ring (1,000 processes, 1 worker, callgrind):
+  // 980 instructions per hop with 64 slots per worker (every hop copies stack images out and in),
+  // 798 with enough slots that each process keeps its own. Unused slots cost address space only.
+  if (c.stack_slots == 0) c.stack_slots = std::min(512u * c.workers, 8192u);
   if (c.stack_slots > 16384) throw error(errc::bad_argument, "runtime_config::stack_slots above 16384");
   if (c.reductions_per_slice == 0) c.reductions_per_slice = 1;
   return c;

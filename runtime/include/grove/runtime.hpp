@@ -21,9 +21,9 @@ struct runtime_config {
   // The deepest stack any process may use, in bytes. Each execution stack is this size plus a guard
   // page; a process that overflows it hits the guard page (SIGSEGV, named on stderr).
   std::size_t stack_bytes = 256 * 1024;
-  // Execution stacks shared by all workers (see runtime/src/scheduler.cpp). 0: 64 per worker. More
-  // stacks mean fewer image copies when many processes take turns, and more resident memory (at most
-  // stack_slots × the deepest stack used).
+  // Execution stacks shared by all workers (see runtime/src/stack_slots.hpp). 0: 512 per worker, at
+  // most 8,192. More stacks mean fewer stack-image copies when many processes take turns; each costs
+  // address space (stack_bytes) and the memory its processes touched (at most the deepest stack used).
   unsigned stack_slots = 0;
   // Sends and received messages a process may do in one time slice before it yields its worker.
   std::uint32_t reductions_per_slice = 4000;
