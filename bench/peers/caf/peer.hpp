@@ -6,7 +6,9 @@
 
 #include <sys/resource.h>
 
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -40,6 +42,7 @@ public:
   bench(const char* workload, int argc, char** argv, std::map<std::string, std::int64_t> defaults)
       : workload_(workload), params_(std::move(defaults)) {
     params_.emplace("threads", 2);
+    params_.emplace("sharing", 0);
     for (int i = 1; i < argc; i += 2) {
       std::string flag = argv[i];
       if (flag.rfind("--", 0) != 0 || i + 1 >= argc || params_.count(flag.substr(2)) == 0)
@@ -54,10 +57,13 @@ public:
 
   std::int64_t operator[](const std::string& name) const { return params_.at(name); }
 
-  // The configuration every peer uses: CAF's default work-stealing scheduler with --threads workers.
+  // The configuration every peer uses: --threads workers under CAF's default work-stealing
+  // scheduler, or its work-sharing one (a single shared queue) with --sharing 1.
   caf::actor_system_config config() const {
     caf::actor_system_config cfg;
     cfg.set("scheduler.max-threads", static_cast<std::size_t>(params_.at("threads")));
+    if (params_.at("sharing") != 0)
+      cfg.set("scheduler.policy", caf::atom("sharing"));
     return cfg;
   }
 
@@ -92,10 +98,13 @@ private:
     std::exit(2);
   }
 
+  // The shortest text that reads back as v; fixed notation in the usual range, so 200000 is not 2e+05.
   static std::string number(double v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    return buf;
+    char buf[400];
+    auto fmt = (v == 0 || (std::abs(v) >= 1e-6 && std::abs(v) < 1e21)) ? std::chars_format::fixed
+                                                                        : std::chars_format::general;
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, fmt);
+    return std::string(buf, end);
   }
 
   std::string workload_;

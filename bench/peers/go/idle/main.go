@@ -5,6 +5,7 @@ package main
 
 import (
 	"flag"
+	"math"
 	"runtime"
 	"sync"
 	"time"
@@ -36,7 +37,7 @@ func main() {
 	time.Sleep(time.Duration(*settle) * time.Second)
 	cpu0, w0 := peer.CPUSeconds(), time.Now()
 	time.Sleep(time.Duration(*secs) * time.Second)
-	cpu, wall := peer.CPUSeconds()-cpu0, time.Since(w0)
+	cpu, wall := math.Round((peer.CPUSeconds()-cpu0)*1e6)/1e6, time.Since(w0) // getrusage has µs resolution
 	b.Result("cpu_seconds", "s", cpu, map[string]any{"wall_seconds": wall.Seconds()})
 	runtime.KeepAlive(mailboxes)
 }

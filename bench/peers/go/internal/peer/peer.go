@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"sort"
@@ -46,7 +47,7 @@ func Start(workload string, params map[string]*int64) *Bench {
 func (b *Bench) Result(metric, unit string, value float64, extra map[string]any) {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, `RESULT {"workload":%q,"impl":"go","metric":%q,"unit":%q,"value":%s`,
-		b.Workload, metric, unit, strconv.FormatFloat(value, 'g', -1, 64))
+		b.Workload, metric, unit, number(value))
 	all := map[string]any{}
 	for k, v := range b.params {
 		all[k] = v
@@ -64,13 +65,21 @@ func (b *Bench) Result(metric, unit string, value float64, extra map[string]any)
 		case int64:
 			fmt.Fprintf(&sb, ",%q:%d", k, v)
 		case float64:
-			fmt.Fprintf(&sb, ",%q:%s", k, strconv.FormatFloat(v, 'g', -1, 64))
+			fmt.Fprintf(&sb, ",%q:%s", k, number(v))
 		default:
 			panic(fmt.Sprintf("extra key %q has type %T", k, v))
 		}
 	}
 	sb.WriteString("}\n")
 	os.Stdout.WriteString(sb.String())
+}
+
+// number is the shortest text that reads back as v; fixed notation in the usual range.
+func number(v float64) string {
+	if a := math.Abs(v); a == 0 || (a >= 1e-6 && a < 1e21) {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 // Fail reports a failed check on stderr and exits with status 1.

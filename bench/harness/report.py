@@ -1,0 +1,200 @@
+"""Turns the harness's measurements into what it prints and writes: a text table per workload
+(median/min/max per implementation and metric, with Grove's ratio to each peer), one JSON object per
+line (--json), a Markdown results file (--markdown) and a gnuplot chart of spawn (--plot)."""
+
+import json
+import shutil
+import statistics
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from workloads import IMPLS, WORKLOADS, direction
+
+
+@dataclass
+class Cell:
+    """Everything measured for one workload at one --n by one implementation."""
+    workload: str
+    n: Optional[int]  # the --n passed, or None for the program's default
+    impl: str
+    status: str = "ok"  # ok | absent | skipped | failed (every run failed or timed out)
+    reason: str = ""
+    values: Dict[str, List[float]] = field(default_factory=dict)  # metric -> one value per good run
+    units: Dict[str, str] = field(default_factory=dict)
+    params: Dict[str, Any] = field(default_factory=dict)  # extra keys of the RESULT lines
+    runs: int = 0  # runs attempted
+    failures: List[str] = field(default_factory=list)  # why each failed run failed
+    foreign_cpu_share: float = 0.0  # the most other processes used of the CPUs during one run
+    cpu_wait: float = 0.0  # the most the program's threads waited for a CPU, s per s, in one run
+
+    def median(self, metric: str) -> Optional[float]:
+        v = self.values.get(metric)
+        return statistics.median(v) if v else None
+
+    def shown_n(self) -> Optional[int]:
+        return self.n if self.n is not None else self.params.get("n")
+
+
+def fmt(v: Optional[float]) -> str:
+    if v is None:
+        return "-"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    if v == int(v):
+        return str(int(v))
+    return f"{v:.4g}"
+
+
+def ratio(grove: Optional[Cell], cell: Cell, metric: str) -> str:
+    if cell.impl == "grove" or direction(metric) is None:
+        return "-"
+    if grove is None or grove.status != "ok" or grove.median(metric) is None:
+        return "n/a"
+    peer = cell.median(metric)
+    if not peer:
+        return "n/a"
+    return f"{grove.median(metric) / peer:.3g}"
+
+
+def _groups(cells: List[Cell]) -> Dict[str, Dict[Optional[int], List[Cell]]]:
+    """workload -> --n -> cells in IMPLS order."""
+    out: Dict[str, Dict[Optional[int], List[Cell]]] = {}
+    for c in cells:
+        out.setdefault(c.workload, {}).setdefault(c.n, []).append(c)
+    for by_n in out.values():
+        for lst in by_n.values():
+            lst.sort(key=lambda c: IMPLS.index(c.impl))
+    return out
+
+
+def _rows(cells: List[Cell]) -> List[List[str]]:
+    """Table rows for one workload at one --n: one per implementation and metric."""
+    grove = next((c for c in cells if c.impl == "grove"), None)
+    n = next((c.shown_n() for c in cells if c.shown_n() is not None), None)
+    metrics: List[str] = []
+    for c in cells:
+        metrics += [m for m in c.values if m not in metrics]
+    rows = []
+    for metric in metrics:
+        unit = next(c.units[metric] for c in cells if metric in c.units)
+        for c in cells:
+            if c.status != "ok" or metric not in c.values:
+                continue
+            v = c.values[metric]
+            runs = f"{len(v)}" if len(v) == c.runs else f"{len(v)}/{c.runs}"
+            rows.append([fmt(n), metric, unit, direction(metric) or "check", c.impl,
+                         fmt(c.median(metric)), fmt(min(v)), fmt(max(v)), runs, ratio(grove, c, metric),
+                         f"{c.cpu_wait:.2f}", f"{c.foreign_cpu_share:.0%}"])
+    for c in cells:
+        if c.status != "ok":
+            rows.append([fmt(n), "-", "", "", c.impl, f"{c.status}: {c.reason.splitlines()[0] if c.reason else ''}",
+                         "", "", str(c.runs) if c.runs else "", "n/a", "", ""])
+        elif c.failures:
+            rows.append([fmt(n), "-", "", "", c.impl, f"{len(c.failures)} of {c.runs} runs failed: "
+                         f"{c.failures[0].splitlines()[0]}", "", "", "", "", "", ""])
+    return rows
+
+
+HEADER = ["n", "metric", "unit", "better", "impl", "median", "min", "max", "runs", "grove/impl", "wait",
+          "others"]
+NOISE_NOTE = ("wait: seconds the program's threads spent waiting for a CPU per second of the run (the "
+              "worst run); others: the share of the machine's CPUs other processes used meanwhile. "
+              "When both are above a few percent, other work on the machine disturbed the figures; a "
+              "wait with no others comes from the program's own threads outnumbering the CPUs.")
+
+
+def text_tables(cells: List[Cell]) -> str:
+    out = []
+    for workload, by_n in _groups(cells).items():
+        out.append(f"== {workload}: {WORKLOADS[workload].summary} ==")
+        rows = [r for n in by_n for r in _rows(by_n[n])]
+        # Status messages in the median column may be long: do not let them widen the table.
+        widths = [max([len(HEADER[i])] + [len(r[i]) for r in rows if not (i == 5 and r[1] == "-")])
+                  for i in range(len(HEADER))]
+        line = lambda r: "  ".join(x.ljust(widths[i]) if i < 5 else x.rjust(widths[i])
+                                   for i, x in enumerate(r)).rstrip()
+        out.append(line(HEADER))
+        for r in rows:
+            if r[1] == "-":  # a status row: impl, then the message
+                out.append("  ".join(x.ljust(widths[i]) for i, x in enumerate(r[:5])) + "  " + r[5])
+            else:
+                out.append(line(r))
+        out.append("")
+    out.append(NOISE_NOTE)
+    return "\n".join(out)
+
+
+def json_lines(cells: List[Cell]) -> List[str]:
+    lines = []
+    for c in cells:
+        params = {k: v for k, v in c.params.items()}
+        if c.shown_n() is not None:
+            params["n"] = c.shown_n()
+        if c.status != "ok":
+            lines.append(json.dumps({"workload": c.workload, "impl": c.impl, "status": c.status,
+                                     "reason": c.reason, "parameters": params}))
+            continue
+        for metric, v in c.values.items():
+            lines.append(json.dumps({
+                "workload": c.workload, "impl": c.impl, "metric": metric, "unit": c.units[metric],
+                "median": statistics.median(v), "min": min(v), "max": max(v), "runs": len(v),
+                "failed_runs": len(c.failures), "better": direction(metric),
+                "cpu_wait": round(c.cpu_wait, 3), "foreign_cpu_share": round(c.foreign_cpu_share, 3),
+                "parameters": params}))
+    return lines
+
+
+def markdown(cells: List[Cell], meta: Dict[str, str]) -> str:
+    out = ["# Grove benchmark results", ""]
+    out += [f"- **{k}**: {v}" for k, v in meta.items()]
+    out += ["", "`grove/impl` is Grove's median divided by that implementation's median; `better` says "
+            "which way is better for the metric. `n/a`: Grove's program is absent or failed. "
+            + NOISE_NOTE, ""]
+    for workload, by_n in _groups(cells).items():
+        out += [f"## {workload}", "", WORKLOADS[workload].summary, ""]
+        out.append("| " + " | ".join(HEADER) + " |")
+        out.append("|" + "|".join("---" if i < 5 else "---:" for i in range(len(HEADER))) + "|")
+        for n in by_n:
+            for r in _rows(by_n[n]):
+                out.append("| " + " | ".join(x.replace("|", "\\|") for x in r) + " |")
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def plot(cells: List[Cell], path: Path) -> Optional[str]:
+    """Draws spawn_seconds and bytes_per_process against N for every implementation; returns an
+    error message, or None when the chart was written."""
+    if not shutil.which("gnuplot"):
+        return "gnuplot is not installed (tools/setup --peers installs gnuplot-nox)"
+    series: Dict[str, List[tuple]] = {}
+    for c in cells:
+        if c.workload == "spawn" and c.status == "ok" and c.median("spawn_seconds") is not None:
+            series.setdefault(c.impl, []).append(
+                (c.shown_n(), c.median("spawn_seconds"), c.median("bytes_per_process") or 0))
+    if not series:
+        return "no spawn results to plot"
+    ext = path.suffix.lower()
+    if ext == ".svg":
+        term = "set terminal svg size 1100,450 dynamic font 'sans,11'"
+    elif ext == ".png":
+        term = "set terminal pngcairo size 1100,450 font 'sans,10'"
+    else:
+        return f"--plot wants a .svg or .png file, not {path.name}"
+    script = [term, f"set output '{path}'", "set grid",
+              "set xlabel 'processes (millions)'", "set multiplot layout 1,2"]
+    blocks = []
+    for impl, pts in series.items():
+        blocks.append(f"${impl} << EOD")
+        blocks += [f"{n / 1e6} {s} {b}" for n, s, b in sorted(pts)]
+        blocks.append("EOD")
+    impls = [i for i in IMPLS if i in series]
+    for col, title, ylabel, key in [(2, "spawn time until all are alive", "seconds", "top left"),
+                                    (3, "memory per process (VmRSS growth / N)", "bytes", "bottom right")]:
+        script += [f"set title '{title}'", f"set ylabel '{ylabel}'", "set yrange [0:*]", f"set key {key}"]
+        script.append("plot " + ", ".join(f"${i} using 1:{col} with linespoints title '{i}'" for i in impls))
+    script.append("unset multiplot")
+    proc = subprocess.run(["gnuplot"], input="\n".join(blocks + script) + "\n", text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return None if proc.returncode == 0 else "gnuplot failed: " + proc.stdout.strip()

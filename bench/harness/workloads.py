@@ -1,0 +1,71 @@
+"""The benchmark suite's workloads, implementations and metrics: what the harness runs and how it
+reads the results. One entry per workload; the programs themselves live in bench/grove/ and
+bench/peers/{erlang,go,caf}/ under the same names (bench/README.md describes each one)."""
+
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional
+
+IMPLS = ["grove", "erlang", "go", "caf"]
+PEERS = ["erlang", "go", "caf"]
+
+K = 1_000
+M = 1_000_000
+
+
+@dataclass
+class Workload:
+    name: str
+    summary: str
+    # The values of --n run by default; None means "do not pass --n" (the program's default).
+    ns: List[Optional[int]] = field(default_factory=lambda: [None])
+    # More values of --n run with --big (only spawn has them).
+    big_ns: List[int] = field(default_factory=list)
+    # Seconds a single run may take before it is killed, given its --n (None: the default n).
+    timeout_s: Callable[[Optional[int]], float] = lambda n: 180
+    # Implementations that do not have this workload, with the reason printed as a skip.
+    skip: Dict[str, str] = field(default_factory=dict)
+
+
+WORKLOADS: Dict[str, Workload] = {w.name: w for w in [
+    Workload("spawn", "N processes each sleeping one hour: spawn time, live count, bytes per process",
+             ns=[200 * K, 400 * K, 600 * K, 800 * K, 1 * M], big_ns=[2 * M, 5 * M, 10 * M],
+             timeout_s=lambda n: 60 + (n or M) * 50e-6),
+    Workload("skynet", "1,000,000 leaves in a 10-ary process tree sum their numbers"),
+    Workload("ping_pong", "two processes, 1,000,000 round trips"),
+    Workload("ring", "1,000 processes pass a token 10,000,000 hops"),
+    Workload("fan_in", "16 senders x 250,000 messages to one receiver"),
+    Workload("timers", "100,000 processes sleep 1-1000 ms (seeded LCG); lateness percentiles"),
+    Workload("idle", "100,000 parked processes; CPU seconds used over 5 s of nothing"),
+    Workload("restarts", "one_for_one supervisor restarting a worker that crashes at once",
+             ns=[1 * K, 100 * K], timeout_s=lambda n: 60 + (n or K) * 2e-3,
+             skip={"go": "Go has no supervisors", "caf": "CAF has no supervisors"}),
+]}
+
+# Which way is better for each metric: "higher", "lower", or None for a count that is a check.
+# A metric not listed is taken from its name: *_per_second is higher-is-better, others lower.
+DIRECTION: Dict[str, Optional[str]] = {
+    "alive": None,
+}
+
+# Metrics the harness adds itself to every successful run.
+HARNESS_METRICS = {"peak_rss_mib": "MiB"}
+
+
+def direction(metric: str) -> Optional[str]:
+    if metric in DIRECTION:
+        return DIRECTION[metric]
+    return "higher" if metric.endswith("_per_second") else "lower"
+
+
+def parse_count(text: str) -> int:
+    """'200000', '200K', '1M', '1_000_000' -> int."""
+    t = text.strip().upper().replace("_", "").replace(",", "")
+    scale = 1
+    if t.endswith("K"):
+        scale, t = K, t[:-1]
+    elif t.endswith("M"):
+        scale, t = M, t[:-1]
+    value = float(t) * scale
+    if value != int(value) or value <= 0:
+        raise ValueError(f"not a positive count: {text}")
+    return int(value)
