@@ -298,6 +298,22 @@ bool wait_for_exits(runtime_state& rt, std::chrono::steady_clock::time_point dea
   return true;
 }
 
+// Sends `reason` as an exit signal from the null pid to every live scheduled process (scoped
+// processes belong to their threads). Returns how many were signalled.
+std::size_t signal_every_process(runtime_state& rt, const exit_reason& reason) {
+  std::size_t signalled = 0;
+  rt.table.for_each_live([&](pid id) {
+    process* q = rt.table.acquire(id);
+    if (!q) return;
+    if (q->kind == process_kind::scheduled) {
+      send_exit_signal(rt, q, pid(), reason, false);
+      ++signalled;
+    }
+    rt.table.release(q, -1);
+  });
+  return signalled;
+}
+
 }  // namespace
 
 bool runtime::wait_until_idle(std::chrono::milliseconds timeout) {
@@ -315,36 +331,15 @@ stop_report runtime::stop(std::chrono::milliseconds deadline) {
   rt.stopper_waiting.store(true, std::memory_order_release);  // pairs with process_exited
 
   // 1-2. exit(shutdown) to everyone, then wait.
-  std::size_t signalled = 0;
-  rt.table.for_each_live([&](pid p) {
-    process* q = rt.table.acquire(p);
-    if (!q) return;
-    if (q->kind == process_kind::scheduled) {
-      send_exit_signal(rt, q, pid(), exit_reason::shutdown(), false);
-      ++signalled;
-    }
-    rt.table.release(q, -1);
-  });
-  auto until = std::chrono::steady_clock::now() + deadline;
-  if (!wait_for_exits(rt, until)) {
+  const std::size_t signalled = signal_every_process(rt, exit_reason::shutdown());
+  if (!wait_for_exits(rt, std::chrono::steady_clock::now() + deadline)) {
     // 3. kill the rest; they unwind at their next runtime call.
-    rt.table.for_each_live([&](pid p) {
-      process* q = rt.table.acquire(p);
-      if (!q) return;
-      if (q->kind == process_kind::scheduled) {
-        send_exit_signal(rt, q, pid(), exit_reason::kill(), false);
-        ++report.killed;
-      }
-      rt.table.release(q, -1);
-    });
-    auto last_warning = std::chrono::steady_clock::now();
+    report.killed = signal_every_process(rt, exit_reason::kill());
     while (!wait_for_exits(rt, std::chrono::steady_clock::now() + std::chrono::seconds(5))) {
       std::size_t stuck = rt.table.live() - rt.scoped_live.load(std::memory_order_relaxed);
       std::fprintf(stderr, "grove: stop: %zu process(es) ignore kill (running without reaching a runtime call)\n", stuck);
       report.clean = false;
-      last_warning = std::chrono::steady_clock::now();
     }
-    (void)last_warning;
   }
   report.exited = signalled - report.killed;
 
