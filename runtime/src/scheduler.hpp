@@ -97,6 +97,8 @@ class worker {
   std::thread thread_;
   std::uint32_t tick_ = 0;          // owner: scheduling rounds
   std::uint32_t lifo_streak_ = 0;   // owner: consecutive runs from runnext
+  std::uint64_t last_now_ = 0;      // owner: the clock at the last timer check
+  std::uint32_t rounds_since_clock_ = 0;  // owner
   bool searching_ = false;          // owner: counted in runtime_state::searching
   std::uint64_t rng_ = 0;           // owner: victim order
   struct sighting {
