@@ -26,8 +26,7 @@ namespace {
 
 exit_reason run_function(process* p) noexcept {
   try {
-    p->entry->run(p->entry_fn);
-    return exit_reason::normal();
+    return p->entry->run(p->entry_fn);
   } catch (exit_unwind& e) {
     return std::move(e.reason);
   } catch (const std::exception& e) {

@@ -57,7 +57,7 @@ void write_all(const char* s) noexcept {
   }
 }
 
-void on_segv(int sig, siginfo_t* info, void* uctx) {
+[[maybe_unused]] void on_segv(int sig, siginfo_t* info, void* uctx) {
   const stack_slots* slots = g_guarded.load(std::memory_order_acquire);  // pairs with install's release
   if (slots && slots->is_guard_page(info->si_addr)) {
     write_all("grove: process ");

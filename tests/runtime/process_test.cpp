@@ -52,6 +52,39 @@ TEST_CASE("exit(reason) ends the calling process and runs its destructors") {
   CHECK(destroyed == 1);
 }
 
+TEST_CASE("a function that returns an exit_reason ends its process with that reason, links and monitors see it") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  std::atomic<int> destroyed{0};
+  struct guard {
+    std::atomic<int>* n;
+    ~guard() { n->fetch_add(1); }
+  };
+  auto crashed = grove::spawn_monitor([&destroyed]() -> grove::exit_reason {
+    guard g{&destroyed};
+    return grove::exit_reason::user("crash", 7);
+  });
+  auto d = grove::receive([](grove::down d) { return d; });
+  CHECK(d.from == crashed.pid);
+  CHECK(d.reason.text() == "crash");
+  REQUIRE(d.reason.payload<int>() != nullptr);
+  CHECK(*d.reason.payload<int>() == 7);
+  CHECK(destroyed == 1);
+
+  auto fine = grove::spawn_monitor([]() -> grove::exit_reason { return grove::exit_reason::normal(); });
+  CHECK(grove::receive([](grove::down d) { return d; }).reason.is_normal());
+  CHECK_FALSE(grove::is_alive(fine.pid));
+
+  // The returned reason is not normal, so a linked process that does not trap exits dies of it.
+  auto bystander = grove::spawn_monitor([] {
+    grove::spawn_link([]() -> grove::exit_reason { return grove::exit_reason("crash"); });
+    grove::receive([](int) {});  // never comes: the link's exit signal ends this process first
+  });
+  auto d2 = grove::receive([](grove::down d) { return d; });
+  CHECK(d2.from == bystander.pid);
+  CHECK(d2.reason.text() == "crash");
+}
+
 TEST_CASE("a process killed while it waits unwinds its stack, so its destructors run") {
   grove_test::runtime_fixture rt;
   grove::scoped_process me;

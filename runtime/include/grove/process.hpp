@@ -1,9 +1,12 @@
 // grove/process.hpp: spawning processes, and what a process can do to itself.
 //
 // A process runs a C++ callable on its own execution context. It ends `normal` when the callable
-// returns; if an exception escapes, the runtime catches it and the process ends with
-// exit_reason::exception(what()). Nothing else is affected either way: links and monitors carry the
-// reason on. spawn is thread-safe and callable from processes and foreign threads alike.
+// returns; a callable that returns a grove::exit_reason ends with that reason instead (returning
+// exit_reason("crash") is exit(exit_reason("crash")) without the cost of unwinding: no exception is
+// thrown, the stack is already unwound). If an exception escapes, the runtime catches it and the
+// process ends with exit_reason::exception(what()). Nothing else is affected either way: links and
+// monitors carry the reason on. spawn is thread-safe and callable from processes and foreign threads
+// alike.
 //
 // Code that runs in a process may move between worker threads whenever it blocks (receive, sleep,
 // yield, a send that uses up its time slice): do not keep the address of a thread_local, errno's
@@ -39,7 +42,7 @@ struct spawned {
 namespace detail {
 // How the runtime moves, runs and destroys a type-erased callable (stored inline when small).
 struct entry_ops {
-  void (*run)(void* fn);
+  exit_reason (*run)(void* fn);  // the process's exit reason when the callable returns
   void (*destroy)(void* fn) noexcept;
   void (*move_construct)(void* dst, void* src);
   std::size_t size;
@@ -48,7 +51,14 @@ struct entry_ops {
 
 template <class F>
 inline constexpr entry_ops entry_ops_for{
-    [](void* fn) { (*static_cast<F*>(fn))(); },
+    [](void* fn) -> exit_reason {
+      if constexpr (std::is_convertible_v<std::invoke_result_t<F&>, exit_reason>) {
+        return (*static_cast<F*>(fn))();
+      } else {
+        (*static_cast<F*>(fn))();
+        return exit_reason::normal();
+      }
+    },
     [](void* fn) noexcept { static_cast<F*>(fn)->~F(); },
     [](void* dst, void* src) { ::new (dst) F(std::move(*static_cast<F*>(src))); },
     sizeof(F),
