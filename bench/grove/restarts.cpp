@@ -1,0 +1,104 @@
+// restarts: crash-and-restart cycles per second (bench/README.md's `restarts` workload).
+//
+// 1. restarts_per_second: a one_for_one supervisor (intensity 1,000,000,000 per 1 s: it never gives
+//    up) over one permanent worker whose start function counts the start and spawn_links a process
+//    that exits with reason `crash` at once. The clock runs from starting the supervisor until the
+//    (N+1)-th start (the first start plus N restarts), as in bench/peers/erlang/restarts.erl. Crash
+//    reports are switched off (the supervisor's logger is empty), as the Erlang peer runs with
+//    logger level none.
+//    The worker crashes the way C++ code crashes: grove::exit(exit_reason("crash")) throws, and the
+//    C++ unwinder walks the process's stack (about 3-4 us per throw on the reference machine, most of
+//    a cycle: bench/RESULTS.md).
+// 2. restarts_no_unwind_per_second: the same, but the worker's function *returns*
+//    exit_reason("crash") (grove/process.hpp): the same exit signal and restart without an exception,
+//    which isolates the cost of the runtime and the supervisor from the cost of C++ unwinding.
+// 3. bare_restarts_per_second: the cycle of 1 without the supervisor, for reference: a process that
+//    traps exits spawn_links the crashing worker, receives its exit_signal and starts the next, N times.
+//
+//   restarts [--n 1000] [--threads 2]
+#include <atomic>
+#include <grove/grove.hpp>
+#include <grove/supervisor.hpp>
+
+#include "bench_common.hpp"
+
+namespace {
+
+struct started {
+  long long count;
+};
+struct bare_done {
+  double seconds;
+  long long cycles;
+};
+
+void crash_at_once() { grove::exit(grove::exit_reason("crash")); }
+grove::exit_reason return_crash() { return grove::exit_reason("crash"); }
+
+// N restarts of a worker under a one_for_one supervisor that never gives up; the seconds they took.
+template <class Crash>
+double supervised(long long n, grove::pid main_pid, Crash crash, int& status) {
+  namespace sup = grove::supervisor;
+  std::atomic<long long> starts{0};
+  sup::child_spec worker;
+  worker.id = "worker";
+  worker.shutdown = sup::shutdown_policy::brutal_kill();
+  worker.start = [&starts, main_pid, n, crash]() -> grove::result<grove::pid> {
+    // relaxed: only the count matters; the (N+1)-th start tells the main thread
+    if (starts.fetch_add(1, std::memory_order_relaxed) + 1 == n + 1) grove::send(main_pid, started{n + 1});
+    auto r = grove::try_spawn(grove::spawn_options{.link = true}, crash);
+    if (!r) return r.error();
+    return r->pid;
+  };
+  sup::flags flags{
+      .strategy = sup::strategy::one_for_one, .intensity = 1'000'000'000, .period = std::chrono::seconds(1)};
+  flags.logger = sup::logger{};  // silent
+  const auto t0 = std::chrono::steady_clock::now();
+  grove::pid s = sup::start_link(flags, {worker});
+  const long long seen = grove::receive([](started m) { return m.count; });
+  const double seconds = bench::seconds_since(t0);
+  if (seen < n + 1) {
+    std::fprintf(stderr, "restarts: too few starts (%lld)\n", seen);
+    status = 1;
+  }
+  grove::unlink(s);
+  grove::exit(s, grove::exit_reason::kill());
+  return seconds;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench::flags f(argc, argv, {{"n", 1000}});
+  const long long n = f["n"];
+  grove::runtime rt({.workers = static_cast<unsigned>(f["threads"])});
+  grove::scoped_process main_process;
+  const grove::pid main_pid = main_process.pid();
+  int status = 0;
+
+  // 1. and 2. Through the supervisor.
+  bench::result("restarts", "restarts_per_second", "1/s",
+                static_cast<double>(n) / supervised(n, main_pid, &crash_at_once, status), f);
+  bench::result("restarts", "restarts_no_unwind_per_second", "1/s",
+                static_cast<double>(n) / supervised(n, main_pid, &return_crash, status), f);
+
+  // 3. Bare link and trap_exit, no supervisor.
+  grove::spawn([n, main_pid] {
+    grove::trap_exit(true);
+    const auto t0 = std::chrono::steady_clock::now();
+    long long cycles = 0;
+    for (long long k = 0; k < n; ++k) {
+      grove::pid p = grove::spawn_link(&crash_at_once);
+      grove::receive(
+          grove::when([p](const grove::exit_signal& e) { return e.from == p; }, [&](grove::exit_signal) { ++cycles; }));
+    }
+    grove::send(main_pid, bare_done{bench::seconds_since(t0), cycles});
+  });
+  const bare_done bare = grove::receive([](bare_done d) { return d; });
+  bench::result("restarts", "bare_restarts_per_second", "1/s", static_cast<double>(n) / bare.seconds, f);
+  if (bare.cycles != n) {
+    std::fprintf(stderr, "restarts: wrong number of bare cycles (%lld)\n", bare.cycles);
+    status = 1;
+  }
+  return status;
+}
