@@ -1,0 +1,59 @@
+// errc.cpp: the "grove.services" error category and failure's words (grove/services/outcome.hpp).
+#include <grove/services/outcome.hpp>
+
+#include <typeinfo>
+
+namespace grove::services {
+
+namespace {
+
+class category final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "grove.services"; }
+  std::string message(int code) const override {
+    switch (static_cast<errc>(code)) {
+      case errc::timeout: return "the call timed out";
+      case errc::deadline_exceeded: return "the deadline passed";
+      case errc::noproc: return "no such process";
+      case errc::exited: return "the process exited before answering";
+      case errc::call_to_self: return "a process cannot call itself (it would wait for its own reply)";
+      case errc::pool_full: return "the pool's wait queue is full";
+      case errc::exception: return "the work threw an exception";
+      case errc::init_failed: return "the server's initialisation failed";
+      case errc::bad_request: return "the server does not handle this request";
+      case errc::no_workers: return "the router has no live workers";
+      case errc::not_in_process: return "this call needs a calling process (a Grove process or a scoped_process)";
+      case errc::bad_argument: return "bad argument";
+    }
+    return "unknown services error";
+  }
+};
+
+}  // namespace
+
+const std::error_category& services_category() noexcept {
+  static const category c;
+  return c;
+}
+
+failure failure::from_exception(const std::exception& e) {
+  return failure(make_error_code(errc::exception), exit_reason::exception(e.what(), typeid(e).name()));
+}
+
+failure failure::from_exit(exit_reason r) {
+  if (r.what_kind() == exit_reason::kind::noproc) return failure(errc::noproc);
+  return failure(make_error_code(errc::exited), std::move(r));
+}
+
+std::string failure::to_string() const {
+  if (!code) return "no failure";
+  std::string out = code.message();
+  const bool has_reason = !reason.is_normal() || code == errc::exited;
+  if (code.category() == services_category() && has_reason) {
+    if (code == errc::exception) return reason.to_string();  // "exception: <what>"
+    out.append(": ").append(reason.to_string());
+  }
+  return out;
+}
+
+}  // namespace grove::services
