@@ -453,7 +453,11 @@ def main(argv: List[str]) -> int:
         print(report.text_tables(cells))
     if a.markdown:
         meta = {"command": "tools/bench " + shlex.join(argv), **versions(a.root), "runs": str(a.runs)}
-        a.markdown.write_text(report.markdown(cells, meta))
+        # bench/results-notes.md (hand-written: what limits Grove where it falls short, other
+        # machines) goes in after the bar, so a new run keeps it.
+        notes_file = a.root / "bench" / "results-notes.md"
+        notes = notes_file.read_text() if notes_file.exists() else None
+        a.markdown.write_text(report.markdown(cells, meta, notes))
         log(f"wrote {a.markdown}")
     if a.plot:
         err = report.plot(cells, a.plot.resolve())

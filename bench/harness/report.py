@@ -146,12 +146,91 @@ def json_lines(cells: List[Cell]) -> List[str]:
     return lines
 
 
-def markdown(cells: List[Cell], meta: Dict[str, str]) -> str:
+def _median(cells: List[Cell], workload: str, impl: str, metric: str, n: Optional[int] = None) -> Optional[float]:
+    for c in cells:
+        if c.workload == workload and c.impl == impl and c.status == "ok" and (n is None or c.shown_n() == n):
+            return c.median(metric)
+    return None
+
+
+# Grove's bar (the benchmarks issue), each checked against figures of this run: (what, workload, n,
+# metric, check). A check gets a function that reads a median (impl, metric) and returns
+# (met, the figures) or None when a figure is missing.
+def _bar_checks():
+    def vs(impl, factor, op):
+        def check(get, metric):
+            g, p = get("grove", metric), get(impl, metric)
+            if g is None or p is None:
+                return None
+            met = g <= factor * p if op == "<=" else g >= factor * p
+            return met, f"grove {fmt(g)}, {impl} {fmt(p)} (ratio {g / p:.3g})"
+        return check
+
+    def every_peer(get, metric):
+        g = get("grove", metric)
+        peers = {i: get(i, metric) for i in IMPLS[1:]}
+        peers = {i: v for i, v in peers.items() if v is not None}
+        if g is None or not peers:
+            return None
+        return all(g > v for v in peers.values()), f"grove {fmt(g)}; " + ", ".join(
+            f"{i} {fmt(v)}" for i, v in peers.items())
+
+    def at_most(limit):
+        def check(get, metric):
+            g = get("grove", metric)
+            return None if g is None else (g <= limit, f"grove {fmt(g)} (limit {fmt(limit)})")
+        return check
+
+    def all_alive(n):
+        def check(get, metric):
+            g = get("grove", metric)
+            return None if g is None else (g >= n, f"grove counted {fmt(g)} alive (N = {fmt(n)} plus its own)")
+        return check
+
+    def restarts(get, metric):
+        r = vs("erlang", 3, ">=")(get, metric)
+        g = get("grove", metric)
+        if r is None:
+            return None
+        return r[0] and g > 108_000, r[1] + "; and above 108,000/s: " + ("yes" if g > 108_000 else "no")
+
+    M = 1_000_000
+    return [
+        ("spawn 1M: at most 1,000 bytes per process", "spawn", M, "bytes_per_process", at_most(1000)),
+        ("spawn 1M: time at most 0.1x Erlang's", "spawn", M, "spawn_seconds", vs("erlang", 0.1, "<=")),
+        ("spawn 10M: all alive at once", "spawn", 10 * M, "alive", all_alive(10 * M)),
+        ("skynet: at most 0.5x Go's time", "skynet", None, "seconds", vs("go", 0.5, "<=")),
+        ("ping_pong: ahead of every peer", "ping_pong", None, "round_trips_per_second", every_peer),
+        ("ring: ahead of every peer", "ring", None, "hops_per_second", every_peer),
+        ("fan_in: ahead of every peer", "fan_in", None, "messages_per_second", every_peer),
+        ("timers: p99 lateness at most Go's", "timers", None, "late_p99_ms", vs("go", 1, "<=")),
+        ("idle: at most 0.05 CPU seconds", "idle", None, "cpu_seconds", at_most(0.05)),
+        ("restarts 1,000: at least 3x Erlang's OTP supervisor, above 108,000/s", "restarts", 1000,
+         "restarts_per_second", restarts),
+        ("restarts 100,000: at least 3x Erlang's OTP supervisor, above 108,000/s", "restarts", 100_000,
+         "restarts_per_second", restarts),
+    ]
+
+
+def bar_section(cells: List[Cell]) -> List[str]:
+    """The bar, item by item, as met / not met / not measured in this run."""
+    out = ["## Against the bar", "", "| bar | result | figures (medians of this run) |", "|---|---|---|"]
+    for what, workload, n, metric, check in _bar_checks():
+        r = check(lambda impl, m: _median(cells, workload, impl, m, n), metric)
+        result, figures = ("not measured", "-") if r is None else ("met" if r[0] else "**not met**", r[1])
+        out.append(f"| {what} | {result} | {figures} |")
+    return out + [""]
+
+
+def markdown(cells: List[Cell], meta: Dict[str, str], notes: Optional[str] = None) -> str:
     out = ["# Grove benchmark results", ""]
     out += [f"- **{k}**: {v}" for k, v in meta.items()]
     out += ["", "`grove/impl` is Grove's median divided by that implementation's median; `better` says "
             "which way is better for the metric. `n/a`: Grove's program is absent or failed. "
             + NOISE_NOTE, ""]
+    out += bar_section(cells)
+    if notes:
+        out += [notes.rstrip(), ""]
     for workload, by_n in _groups(cells).items():
         out += [f"## {workload}", "", WORKLOADS[workload].summary, ""]
         out.append("| " + " | ".join(HEADER) + " |")
