@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
@@ -41,11 +42,11 @@ int main(int argc, char** argv) {
   using clock = std::chrono::steady_clock;
 
   grove::runtime rt({.workers = workers, .process_limit = std::max<std::size_t>(n + 16, std::size_t{1} << 20)});
-  grove::scoped_process me;
+  std::optional<grove::scoped_process> me(std::in_place);  // this thread's mailbox, until the stop below
   const long rss_before = vm_rss_kib();
   std::atomic<std::size_t> started{0};
   const auto t0 = clock::now();
-  const grove::pid main_pid = me.pid();
+  const grove::pid main_pid = me->pid();
   grove::spawn([&started, n, main_pid] {
     for (std::size_t i = 0; i < n; ++i) {
       grove::spawn([&started, n, main_pid] {
@@ -67,6 +68,7 @@ int main(int argc, char** argv) {
   fmt::print("resident memory: {:.0f} bytes per process (VmRSS +{} MB)\n", bytes_per, (rss_after - rss_before) / 1024);
   fmt::print("stack image copies so far: {} ({} execution stacks)\n", info.stack_image_copies, info.stack_slots);
   std::fflush(stdout);
+  me.reset();  // a scoped_process alive at stop would keep the runtime's memory until destroyed
   const auto t1 = clock::now();
   grove::stop_report r = rt.stop(std::chrono::seconds(30));
   fmt::print("stopped: {} processes shut down in {:.2f} s{}\n", r.exited, std::chrono::duration<double>(clock::now() - t1).count(),
