@@ -20,9 +20,11 @@
 //    pool job_done{ticket}: the worker is free (step 3 again). The result never passes through the
 //    pool, so the pool's own work is a few map operations per job.
 // 5. The caller receives the result, a refusal, the pool's down, or gives up at its deadline: then
-//    it sends cancel{ticket} (a queued request is removed and counted in timed_out; a running job
-//    is left to finish: its worker stays busy until it returns, so the pool never runs more than N
-//    jobs at once), unaliases (a late result is dropped at the door) and demonitors.
+//    it unaliases (a late result is dropped at the door; first, because a send may end the time
+//    slice and let the mailbox take in what has arrived), sends cancel{ticket} (a queued request
+//    is removed and counted in timed_out; a running job is left to finish: its worker stays busy
+//    until it returns, so the pool never runs more than N jobs at once), demonitors, and drops an
+//    answer that slipped in between the deadline and the unalias.
 // 6. A worker that dies (killed, or its job called exit): the pool sends the caller
 //    refused{exited, reason} for its job and starts a replacement (worker_restarts).
 // checkout is the same with checkout{ticket, alias, holder} instead of a job: step 3 sends the
@@ -305,8 +307,10 @@ void submit(pool_call& c, const deadline& d, std::unique_ptr<pool_job> job) {
 void finish_pool_call(pool_call& c, bool timed_out) {
   if (!c.reply) return;
   const alias a = std::exchange(c.reply, alias{});
-  if (timed_out && !c.got_down) grove::send(c.pool, cancel_msg{a.id});  // 5.
+  // unalias first: a send may end our time slice, and the mailbox then takes in what has arrived,
+  // so an answer still on its way must meet a closed alias (dropped), not land in the mailbox.
   unalias(a);
+  if (timed_out && !c.got_down) grove::send(c.pool, cancel_msg{a.id});  // 5.
   if (!c.got_down) demonitor(c.monitor, true);
 }
 
@@ -314,8 +318,8 @@ void abandon_pool_call(pool_call& c) noexcept {
   if (!c.reply) return;
   const alias a = std::exchange(c.reply, alias{});
   try {
+    unalias(a);  // before the send, as in finish_pool_call
     send_safely(c.pool, cancel_msg{a.id});
-    unalias(a);
     if (!c.got_down) demonitor(c.monitor, false);
   } catch (const std::exception&) {
     // a scoped_process that has exited (or no runtime any more): nothing left to undo here
@@ -373,6 +377,13 @@ outcome<lease> pool::checkout(const deadline& d) const {
       },
       on_grant, on_refused, on_down);
   detail::finish_pool_call(c, timed_out);
+  // A grant or refusal that arrived after the deadline fired but before the unalias: drop it (the
+  // pool takes a granted worker back on our cancel, which counts as a checkin).
+  if (timed_out) {
+    grove::receive(grove::when([id](const detail::grant_msg& g) { return g.id == id; }, [](detail::grant_msg) {}),
+                   grove::when([id](const detail::pool_refused& r) { return r.id == id; }, [](detail::pool_refused) {}),
+                   grove::after(std::chrono::nanoseconds(0)));
+  }
   return out;
 }
 
