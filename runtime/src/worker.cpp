@@ -204,6 +204,11 @@ bool worker::park() {
   {
     std::unique_lock<std::mutex> g(park_lock_);
     sleeping_ = true;
+    // A foreign send_after may have added an earlier timer to our wheel after we read the hint above,
+    // and found us not yet sleeping (unpark_if_sleeping_past wakes only a sleeper): read the hint
+    // again. Its store comes before that thread's park_lock_ section, so if that section came first
+    // we see the store here; if ours comes first, it sees sleeping_ and sleep_until_ and wakes us.
+    expiry = std::min(expiry, next_expiry_ns.load(std::memory_order_relaxed));
     sleep_until_ = expiry;
     while (!wake_pending_) {
       if (expiry == ~0ull) {

@@ -83,3 +83,23 @@ TEST_CASE("a pending send_after timer is dropped at stop, and its message is fre
   rt.stop();
   CHECK(grove::resources_in_use().timers == 0);
 }
+
+TEST_CASE("a send_after from a foreign thread fires even when it races a worker going to sleep") {
+  // The runtime is idle between rounds, so its workers are spinning, parking or asleep when the
+  // timer is added; the jitter moves the send_after across that whole sequence. A worker that read
+  // its wheel's next expiry, then got the new, earlier timer before it slept, must not sleep past it
+  // (there is no other timer to wake it).
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const int rounds = 2000 * static_cast<int>(grove_test::stress_scale());
+  int late = 0;
+  for (int i = 0; i < rounds && late == 0; ++i) {
+    const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(i % 50);
+    while (std::chrono::steady_clock::now() < spin_until) {
+    }
+    grove::send_after(me.pid(), tick{i}, std::chrono::microseconds(i % 7 * 10));
+    int got = grove::receive([](tick t) { return t.n; }, grove::after(patience, [] { return -1; }));
+    if (got != i) ++late;
+  }
+  CHECK(late == 0);
+}
