@@ -84,7 +84,7 @@ void process_table::give_index(std::uint32_t index, int worker) noexcept {
   }
 }
 
-process* process_table::allocate(int worker) {
+process* process_table::allocate(int worker, process_kind kind) {
   if (live_.fetch_add(1, std::memory_order_acq_rel) >= limit_) {  // acq_rel: one total order of spawns and exits
     live_.fetch_sub(1, std::memory_order_acq_rel);
     return nullptr;
@@ -100,6 +100,7 @@ process* process_table::allocate(int worker) {
   p->pid_bits.store(pid::from_parts(index, serial).bits(), std::memory_order_relaxed);  // published by refs below
   p->control.store(ctl_notified, std::memory_order_relaxed);  // born queued: wakes are no-ops until its first run (scheduler.cpp)
   p->has_name.store(false, std::memory_order_relaxed);                                  // likewise
+  p->kind = kind;  // read by wake() through any pid, however the waker got it: published with the rest
   count_up(resources().processes);
   p->refs.store(1, std::memory_order_release);  // publishes the fields above to acquire() in other threads
   return p;

@@ -45,7 +45,7 @@ class process_table {
 
   // A reset PCB for a new process, with a new pid and refs = 1; nullptr at the limit. Counts it live.
   // worker: the calling worker's index, or -1 on a foreign thread.
-  process* allocate(int worker);
+  process* allocate(int worker, process_kind kind = process_kind::scheduled);
   // Takes a reference on the process `id` names; nullptr if that process is gone (or never was).
   process* acquire(pid id) noexcept;
   // Drops a reference; the last one finalizes and recycles the PCB. worker as for allocate.

@@ -56,9 +56,8 @@ scoped_process::scoped_process() {
     throw error(errc::not_running);
   if (this_worker() != nullptr) throw error(errc::bad_argument, "scoped_process: not inside a Grove process or worker");
   if (scoped_process_of_thread() != nullptr) throw error(errc::bad_argument, "scoped_process: this thread has one already");
-  process* p = rt->table.allocate(-1);
+  process* p = rt->table.allocate(-1, process_kind::scoped);
   if (!p) throw error(errc::process_limit);
-  p->kind = process_kind::scoped;
   p->ctx = context{};
   p->trap_exit = false;
   p->exiting = false;

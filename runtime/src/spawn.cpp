@@ -75,10 +75,9 @@ result<spawned> spawn_entry(const spawn_options& options, const entry_ops& ops, 
   process* parent = current_process();
   if ((options.link || options.monitor) && (!parent || parent->exiting)) return errc::not_in_process;
   const int widx = worker_index_for(*rt);
-  process* p = rt->table.allocate(widx);
+  process* p = rt->table.allocate(widx, process_kind::scheduled);
   if (!p) return errc::process_limit;
 
-  p->kind = process_kind::scheduled;
   p->ctx = context{};  // no exception state or sanitizer state from the PCB's previous process
   p->parked = park_reason::none;
   p->timer_armed = false;
