@@ -1,5 +1,5 @@
-// helpers.hpp: what the supervisor tests share: a log of events and one of crash reports (both
-// thread-safe: children and supervisors write, the test reads), children that log their start and
+// helpers.hpp: what the supervisor tests share, beyond support/events.hpp: a log of crash reports
+// (thread-safe: supervisors write, the test reads), children that log their start and
 // their stop, and waits on a supervisor's children. Shared state must be declared before the
 // runtime_fixture, so that it outlives every process.
 #pragma once
@@ -11,43 +11,16 @@
 #include <string>
 #include <vector>
 
+#include "support/events.hpp"
 #include "support/fixture.hpp"
 
 namespace sup_test {
 
 namespace sup = grove::supervisor;
 using namespace std::chrono_literals;
+using grove_test::event_log;
+using grove_test::wait_down;
 
-class event_log {
- public:
-  void add(std::string e) {
-    std::lock_guard<std::mutex> g(lock_);
-    events_.push_back(std::move(e));
-  }
-  std::vector<std::string> snapshot() const {
-    std::lock_guard<std::mutex> g(lock_);
-    return events_;
-  }
-  // The events that start with `prefix`, in order.
-  std::vector<std::string> with_prefix(const std::string& prefix) const {
-    std::vector<std::string> out;
-    for (auto& e : snapshot())
-      if (e.rfind(prefix, 0) == 0) out.push_back(e);
-    return out;
-  }
-  std::size_t count(const std::string& e) const {
-    auto s = snapshot();
-    return static_cast<std::size_t>(std::count(s.begin(), s.end(), e));
-  }
-  void clear() {
-    std::lock_guard<std::mutex> g(lock_);
-    events_.clear();
-  }
-
- private:
-  mutable std::mutex lock_;
-  std::vector<std::string> events_;
-};
 
 class report_log {
  public:
@@ -129,16 +102,6 @@ inline grove::pid wait_restarted(grove::pid s, const std::string& id, grove::pid
     return !now.is_null() && now != old;
   });
   return now != old ? now : grove::pid{};
-}
-
-// Waits for the down of `ref`; returns its reason (fails the test after `patience`).
-inline grove::exit_reason wait_down(const grove::monitor_ref& ref) {
-  return grove::receive(
-      grove::when([&](const grove::down& d) { return d.ref == ref; }, [](grove::down d) { return d.reason; }),
-      grove::after(grove_test::patience, [] {
-        FAIL("no down message");
-        return grove::exit_reason::normal();
-      }));
 }
 
 }  // namespace sup_test
