@@ -31,14 +31,14 @@ enum class op : std::uint8_t {
 };
 
 struct request {
-  grove::pid from;
+  grove::pid from{};
   std::uint64_t ref = 0;
   op what = op::which_children;
-  std::string id;
-  grove::pid child;
-  std::optional<child_spec> spec;
-  std::any args;
-  exit_reason reason;
+  std::string id{};
+  grove::pid child{};
+  std::optional<child_spec> spec{};
+  std::any args{};
+  exit_reason reason{};
 };
 
 struct reply {

@@ -191,75 +191,54 @@ child_spec supervisor_child(std::string id, flags f, std::vector<child_spec> spe
   return spec;
 }
 
-result<pid> start_child(pid sup, child_spec spec, std::chrono::milliseconds timeout) {
-  request r;
-  r.what = op::start_child;
-  r.spec = std::move(spec);
-  reply x = call(sup, std::move(r), timeout);
+namespace {
+
+// The pid a management call answered with, or its error.
+result<pid> pid_or_error(const reply& x) {
   if (x.code) return x.code;
   return x.pid;
+}
+
+}  // namespace
+
+result<pid> start_child(pid sup, child_spec spec, std::chrono::milliseconds timeout) {
+  return pid_or_error(call(sup, request{.what = op::start_child, .spec = std::move(spec)}, timeout));
 }
 
 result<pid> start_child(pid sup, std::any args, std::chrono::milliseconds timeout) {
-  request r;
-  r.what = op::start_dynamic;
-  r.args = std::move(args);
-  reply x = call(sup, std::move(r), timeout);
-  if (x.code) return x.code;
-  return x.pid;
+  return pid_or_error(call(sup, request{.what = op::start_dynamic, .args = std::move(args)}, timeout));
 }
 
 std::error_code terminate_child(pid sup, std::string_view id, std::chrono::milliseconds timeout) {
-  request r;
-  r.what = op::terminate_id;
-  r.id = std::string(id);
-  return call(sup, std::move(r), timeout).code;
+  return call(sup, request{.what = op::terminate_id, .id = std::string(id)}, timeout).code;
 }
 
 std::error_code terminate_child(pid sup, pid child, std::chrono::milliseconds timeout) {
-  request r;
-  r.what = op::terminate_pid;
-  r.child = child;
-  return call(sup, std::move(r), timeout).code;
+  return call(sup, request{.what = op::terminate_pid, .child = child}, timeout).code;
 }
 
 result<pid> restart_child(pid sup, std::string_view id, std::chrono::milliseconds timeout) {
-  request r;
-  r.what = op::restart_child;
-  r.id = std::string(id);
-  reply x = call(sup, std::move(r), timeout);
-  if (x.code) return x.code;
-  return x.pid;
+  return pid_or_error(call(sup, request{.what = op::restart_child, .id = std::string(id)}, timeout));
 }
 
 std::error_code delete_child(pid sup, std::string_view id, std::chrono::milliseconds timeout) {
-  request r;
-  r.what = op::delete_child;
-  r.id = std::string(id);
-  return call(sup, std::move(r), timeout).code;
+  return call(sup, request{.what = op::delete_child, .id = std::string(id)}, timeout).code;
 }
 
 result<std::vector<child_info>> which_children(pid sup, std::chrono::milliseconds timeout) {
-  request r;
-  r.what = op::which_children;
-  reply x = call(sup, std::move(r), timeout);
+  reply x = call(sup, request{.what = op::which_children}, timeout);
   if (x.code) return x.code;
   return std::move(x.children);
 }
 
 result<child_counts> count_children(pid sup, std::chrono::milliseconds timeout) {
-  request r;
-  r.what = op::count_children;
-  reply x = call(sup, std::move(r), timeout);
+  reply x = call(sup, request{.what = op::count_children}, timeout);
   if (x.code) return x.code;
   return x.counts;
 }
 
 std::error_code stop(pid sup, exit_reason reason, std::chrono::milliseconds timeout) {
-  request r;
-  r.what = op::stop;
-  r.reason = std::move(reason);
-  return call(sup, std::move(r), timeout).code;
+  return call(sup, request{.what = op::stop, .reason = std::move(reason)}, timeout).code;
 }
 
 }  // namespace grove::supervisor
