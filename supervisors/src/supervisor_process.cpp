@@ -415,9 +415,25 @@ child_info supervisor_process::info_of(const child& c) const {
   return child_info{c.spec->id, c.pid, c.state, c.spec->type, c.spec->restart};
 }
 
+// A child that a management call has just added: start it, or report the failure and forget it.
+result<pid> supervisor_process::start_added(child_it c) {
+  start_outcome s = start(c);
+  if (s.why.empty()) return c->pid;
+  report(report_kind::start_failed, *c, {}, exit_reason::normal(), s.why);
+  forget(c);
+  return make_error_code(errc::start_failed);
+}
+
 void supervisor_process::on_request(request r) {
   reply out;
   out.ref = r.ref;
+  auto answer_with = [&out](const result<pid>& started) {
+    if (started) {
+      out.pid = *started;
+    } else {
+      out.code = started.error();
+    }
+  };
   auto find_id = [&](std::error_code& ec) -> child_it {
     if (simple_) {
       ec = make_error_code(errc::simple_one_for_one);
@@ -451,15 +467,7 @@ void supervisor_process::on_request(request r) {
         out.pid = it->second->pid;
         break;
       }
-      child_it c = add_child(std::make_shared<const child_spec>(std::move(*r.spec)), {});
-      start_outcome s = start(c);
-      if (!s.why.empty()) {
-        report(report_kind::start_failed, *c, {}, exit_reason::normal(), s.why);
-        forget(c);
-        out.code = make_error_code(errc::start_failed);
-        break;
-      }
-      out.pid = c->pid;
+      answer_with(start_added(add_child(std::make_shared<const child_spec>(std::move(*r.spec)), {})));
       break;
     }
     case op::start_dynamic: {
@@ -467,15 +475,7 @@ void supervisor_process::on_request(request r) {
         out.code = make_error_code(errc::not_simple_one_for_one);
         break;
       }
-      child_it c = add_child(template_, std::move(r.args));
-      start_outcome s = start(c);
-      if (!s.why.empty()) {
-        report(report_kind::start_failed, *c, {}, exit_reason::normal(), s.why);
-        forget(c);
-        out.code = make_error_code(errc::start_failed);
-        break;
-      }
-      out.pid = c->pid;
+      answer_with(start_added(add_child(template_, std::move(r.args))));
       break;
     }
     case op::terminate_id: {

@@ -56,6 +56,7 @@ class supervisor_process {
   child_it add_child(std::shared_ptr<const child_spec> spec, std::any args);
   void forget(child_it c);
   start_outcome start(child_it c);
+  result<pid> start_added(child_it c);
   void child_exited(child_it c, exit_reason why);
   void restart(child_it c, grove::pid crashed);  // c crashed as `crashed`
   void restart_group(child_it trigger);
