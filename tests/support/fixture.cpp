@@ -1,8 +1,77 @@
 #include "support/fixture.hpp"
 
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <string>
 #include <thread>
 
 namespace grove_test {
+
+// Samples system_info() every 100 ms from its own thread. If processes are queued (the inject queue
+// or a worker's run queue) and the workers' total context-switch count has not moved for
+// stall_limit, no worker is taking queued work although there is some: it prints the snapshot once
+// and reports the stall. A worker held by one long process does not count (its switches stop, but
+// the other workers steal its queue and switch); the tests have no process that computes for
+// seconds without a runtime call. Reading the counters wakes nothing, so the watch cannot hide a
+// lost wake-up.
+class stall_watch {
+ public:
+  static constexpr std::chrono::seconds stall_limit{10};
+
+  stall_watch() : thread_([this] { run(); }) {}
+  ~stall_watch() {
+    {
+      std::lock_guard<std::mutex> g(lock_);
+      done_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  bool stalled() const {
+    std::lock_guard<std::mutex> g(lock_);
+    return stalled_;
+  }
+
+ private:
+  void run() {
+    std::uint64_t last_switches = ~0ull;
+    auto unchanged_since = std::chrono::steady_clock::now();
+    std::unique_lock<std::mutex> g(lock_);
+    // A periodic sample with an exit signal, not a sleep that orders anything.
+    while (!cv_.wait_for(g, std::chrono::milliseconds(100), [this] { return done_; })) {
+      grove::system_details s;
+      try {
+        s = grove::system_info();
+      } catch (const grove::error&) {
+        continue;  // stopped: the fixture ends the watch before stopping, but a test may stop earlier
+      }
+      std::size_t queued = s.global_queue_length;
+      for (auto& w : s.workers) queued += w.run_queue_length;
+      const auto now = std::chrono::steady_clock::now();
+      if (queued == 0 || s.context_switches != last_switches) {
+        last_switches = s.context_switches;
+        unchanged_since = now;
+        continue;
+      }
+      if (now - unchanged_since < stall_limit || stalled_) continue;
+      stalled_ = true;
+      std::string text = "grove_test: STALL: processes queued but no context switch for 10 s:";
+      text += " inject queue " + std::to_string(s.global_queue_length);
+      for (std::size_t i = 0; i < s.workers.size(); ++i)
+        text += "; worker " + std::to_string(i) + " queue " + std::to_string(s.workers[i].run_queue_length) +
+                " switches " + std::to_string(s.workers[i].context_switches) + " parks " +
+                std::to_string(s.workers[i].parks);
+      std::fprintf(stderr, "%s\n", text.c_str());
+    }
+  }
+
+  mutable std::mutex lock_;
+  std::condition_variable cv_;
+  bool done_ = false;     // guarded by lock_
+  bool stalled_ = false;  // guarded by lock_
+  std::thread thread_;
+};
 
 unsigned test_workers() {
   const char* s = std::getenv("GROVE_TEST_WORKERS");
@@ -19,14 +88,23 @@ unsigned stress_scale() {
 runtime_fixture::runtime_fixture(grove::runtime_config config) {
   if (config.workers == 0) config.workers = test_workers();
   rt_.emplace(config);
+  watch_ = std::make_unique<stall_watch>();
+}
+
+void runtime_fixture::end_watch() {
+  if (!watch_) return;
+  CHECK_MESSAGE(!watch_->stalled(), "queued processes were not run for 10 s (a lost wake-up)");
+  watch_.reset();
 }
 
 grove::stop_report runtime_fixture::stop(std::chrono::milliseconds deadline) {
+  end_watch();
   stopped_ = true;
   return rt_->stop(deadline);
 }
 
 runtime_fixture::~runtime_fixture() {
+  end_watch();
   if (!stopped_) {
     grove::stop_report r = rt_->stop(std::chrono::seconds(10));
     CHECK(r.clean);

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <optional>
 
 #include <doctest/doctest.h>
@@ -25,8 +26,12 @@ unsigned test_workers();
 // A multiplier for stress sizes (GROVE_STRESS_SCALE, default 1; bench/ uses large values).
 unsigned stress_scale();
 
+class stall_watch;
+
 // Starts a runtime; on destruction stops it and checks that every process, stack image, arena and
-// timer was released.
+// timer was released. While it runs, a watchdog (stall_watch, fixture.cpp) fails the test if
+// runnable processes sit in the run queues while no worker resumes any process for 10 s: the
+// signature of a lost wake-up, which otherwise shows only as a timeout somewhere else.
 class runtime_fixture {
  public:
   explicit runtime_fixture(grove::runtime_config config = {});
@@ -37,7 +42,10 @@ class runtime_fixture {
   grove::stop_report stop(std::chrono::milliseconds deadline = std::chrono::seconds(10));
 
  private:
+  void end_watch();
+
   std::optional<grove::runtime> rt_;
+  std::unique_ptr<stall_watch> watch_;
   bool stopped_ = false;
 };
 
