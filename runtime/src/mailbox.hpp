@@ -16,9 +16,21 @@
 //          prev = head.exchange(n, acq_rel): release publishes n's contents to whoever reads head,
 //            acquire orders us after the previous pusher (so prev is fully built);
 //          prev->next.store(n, release): publishes n to the consumer, which loads next with acquire.
-//   pop:   every next load is acquire (pairs with the release above). If the consumer sees head moved
-//          but the link not yet written (a pusher between its two steps), pop reports empty; the pusher
-//          then wakes the process after linking, so the message is seen on the next scan.
+//   pop:   every next load is acquire (pairs with the release above). The consumer returns a node only
+//          once the node after it is linked (or it is the last one: then it re-pushes the stub). So a
+//          pusher between its two steps (exchanged in, not yet linked) hides from the consumer the node
+//          just before its own, and every node behind it, even nodes whose senders have already woken
+//          the process: it finds nothing, parks, and consumes their wake-ups. A pusher that wakes the
+//          process after linking makes that safe: the process looks again and finds everything.
+//   push_lazily (link, unlink, monitor and demonitor signals, which need no wake-up of their own) must
+//          wake the process too when its gap may have hidden anything: when the node before its own
+//          is not the stub (that node may be a message the process was woken for), or when someone has
+//          pushed behind it meanwhile (their wake-up may have been spent). It learns the second with a
+//          read-modify-write on head after linking, which reads the latest value: still its own node
+//          means nobody has pushed behind it yet, and whoever does will synchronise with that RMW and
+//          see its link. When the process is idle its inbox ends at the stub, so the common lazy push
+//          (to an idle process) wakes nothing. Without this a message could wait behind a signal until
+//          something else woke the process, for ever in an idle runtime (tests/stress/mailbox_race_test.cpp).
 #pragma once
 
 #include <atomic>
@@ -42,6 +54,19 @@ class inbox {
     n->next.store(nullptr, std::memory_order_relaxed);  // n is private to us until the exchange
     message_node* prev = head_.exchange(n, std::memory_order_acq_rel);  // see file comment
     prev->next.store(n, std::memory_order_release);     // publishes n to the consumer
+  }
+
+  // Any thread, for a node that needs no wake-up of its own. Takes ownership of n. True if the owner
+  // must be woken all the same (see the file comment).
+  bool push_lazily(message_node* n) noexcept {
+    n->next.store(nullptr, std::memory_order_relaxed);  // as in push
+    message_node* prev = head_.exchange(n, std::memory_order_acq_rel);
+    prev->next.store(n, std::memory_order_release);
+    if (prev != &stub_) return true;  // the node before ours could not be popped until now
+    message_node* expected = n;
+    // acq_rel: whoever exchanges head after this RMW synchronises with it, so sees our link; a failed
+    // CAS means someone already has, and the wake the caller then sends publishes our link.
+    return !head_.compare_exchange_strong(expected, n, std::memory_order_acq_rel, std::memory_order_relaxed);
   }
 
   // Owner only. The oldest node, or nullptr if empty (or a push is half done: see file comment).

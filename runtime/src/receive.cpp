@@ -5,7 +5,9 @@
 //      accepted one is unlinked and returned;
 //   2. otherwise pull what arrived in the inbox (drain_inbox: messages are appended to the saved list,
 //      signals are acted on) and scan only the new part: a receive that parks many times never
-//      rescans what it has already rejected;
+//      rescans what it has already rejected. At most drain_batch nodes at a time, each batch followed
+//      by a scan: a process that others flood with signals still finds its messages (a batch of
+//      signals alone costs a reduction, so the flooded process also yields its worker in time);
 //   3. nothing new: poll (timeout 0) or past the deadline → return "timeout"; otherwise arm the
 //      timeout once and park until woken by a send, a signal or the timer; then go to 2.
 // The timeout is measured from the call; the process itself compares the clock with the deadline, so
@@ -120,9 +122,14 @@ matched receive_node(match_fn match, void* matcher, std::int64_t timeout_ns) {
         return {n, h};
       }
     }
-    if (p->mail.maybe_nonempty() && drain_inbox(p)) {
-      cur = prev ? saved_list::next_of(prev) : p->saved.head();
-      continue;
+    if (p->mail.maybe_nonempty()) {
+      const drained d = drain_inbox(p);
+      if (d.queued || d.more) {
+        // A batch of signals only: still work done for them, so the slice can end here (fairness).
+        if (!d.queued) charge(p, false);
+        cur = prev ? saved_list::next_of(prev) : p->saved.head();
+        continue;
+      }
     }
     if (!forever && (timeout_ns == 0 || now_ns() >= deadline)) return {nullptr, -1};
     wait_for_wake(p, deadline);

@@ -168,9 +168,11 @@ bool deliver(runtime_state& rt, pid to, message_node* n, bool wake) noexcept {
   if (q->control.load(std::memory_order_acquire) & ctl_exited) {
     answer_for_exited(rt, to, n);
     delivered = false;
-  } else {
+  } else if (wake) {
     q->mail.push(n);
-    if (wake) rt.wake(q);
+    rt.wake(q);
+  } else if (q->mail.push_lazily(n)) {
+    rt.wake(q);  // a push behind ours may have woken q before our node was linked (mailbox.hpp)
   }
   rt.table.release(q, worker_index_for(rt));
   return delivered;
@@ -185,17 +187,22 @@ void send_exit_signal(runtime_state& rt, process* q, pid from, exit_reason reaso
   rt.wake(q);
 }
 
-bool drain_inbox(process* p) {
-  bool queued = false;
-  while (message_node* n = p->mail.pop()) {
+drained drain_inbox(process* p, std::size_t limit) {
+  drained d;
+  for (std::size_t taken = 0;; ++taken) {
+    if (taken == limit) {
+      d.more = p->mail.maybe_nonempty();
+      return d;
+    }
+    message_node* n = p->mail.pop();
+    if (!n) return d;
     if (!n->type->is_signal) {
       p->saved.append(n);
-      queued = true;
+      d.queued = true;
       continue;
     }
-    queued |= handle_signal(p, n);
+    d.queued |= handle_signal(p, n);
   }
-  return queued;
 }
 
 namespace {
@@ -426,7 +433,10 @@ void exit(pid target, exit_reason reason) {
   if (!q) return;
   send_exit_signal(*rt, q, self ? self->id() : pid(), std::move(reason), false);
   rt->table.release(q, worker_index_for(*rt));
-  if (self && self == q) drain_inbox(self);  // a signal to oneself acts now
+  // A signal to oneself acts now: drain up to it (it is behind whatever had arrived before it).
+  if (self && self == q)
+    while (drain_inbox(self).more) {
+    }
 }
 
 }  // namespace grove

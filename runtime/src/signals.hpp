@@ -11,9 +11,11 @@
 
 namespace grove::internal {
 
-// Delivers a node (message or signal) to the process `to`, waking it if `wake`. Consumes n. False if
-// `to` does not exist (n is destroyed; a message counts as a dead letter). A process that has exited but is still referenced takes it;
-// finalize_process answers it.
+// Delivers a node (message or signal) to the process `to`, waking it if `wake`. Without `wake` (a
+// signal that can wait for the process's next run) it is pushed lazily and wakes `to` only if that is
+// needed to keep a node behind it visible (mailbox.hpp). Consumes n. False if `to` does not exist (n
+// is destroyed; a message counts as a dead letter). A process that has exited but is still referenced
+// takes it; finalize_process answers it.
 bool deliver(runtime_state& rt, pid to, message_node* n, bool wake) noexcept;
 
 // What an exited process "answers" to a node that reaches it: link → exit{noproc}, monitor →
@@ -23,9 +25,16 @@ void answer_for_exited(runtime_state& rt, pid dead, message_node* n) noexcept;
 // Sends an exit signal to q (caller holds a reference on q).
 void send_exit_signal(runtime_state& rt, process* q, pid from, exit_reason reason, bool via_link) noexcept;
 
-// Process context: moves arrived messages to the saved list and acts on arrived signals, in order.
-// True if a message was added. Throws exit_unwind if a signal ends the process.
-bool drain_inbox(process* p);
+// Process context: moves arrived messages to the saved list and acts on arrived signals, in order,
+// at most `limit` nodes per call: a process flooded with signals (monitors, links, exits from many
+// others) must still get to look at the messages it has, between batches. Throws exit_unwind if a
+// signal ends the process.
+inline constexpr std::size_t drain_batch = 256;
+struct drained {
+  bool queued = false;  // a message was added to the saved list
+  bool more = false;    // it stopped at the limit: there may be more in the inbox
+};
+drained drain_inbox(process* p, std::size_t limit = drain_batch);
 
 // Process context: one reduction (a send, a received message, a spawn); yields at the end of the
 // slice, and then acts on signals if asked (receive.cpp).

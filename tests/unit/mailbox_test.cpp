@@ -96,6 +96,22 @@ TEST_CASE("an inbox that empties and fills again keeps working, whatever the las
   CHECK_FALSE(box.maybe_nonempty());
 }
 
+TEST_CASE("a lazy push asks for a wake-up only when the inbox was not empty: a pending node may have been hidden") {
+  // Deterministic half of mailbox.hpp's push_lazily rule (the race itself is
+  // tests/stress/mailbox_race_test.cpp): onto an empty inbox (it ends at the stub) no wake-up; behind
+  // a node still waiting (maybe a message the owner was woken for, hidden until this link) one.
+  inbox box;
+  CHECK_FALSE(box.push_lazily(node_of(1)));  // a fresh inbox
+  CHECK(box.push_lazily(node_of(2)));        // behind 1
+  box.push(node_of(3));
+  CHECK(box.push_lazily(node_of(4)));        // behind a message
+  for (int i = 1; i <= 4; ++i) CHECK(pop_value(box) == i);
+  CHECK(box.pop() == nullptr);
+  CHECK_FALSE(box.push_lazily(node_of(5)));  // drained: the inbox ends at the stub again
+  CHECK(pop_value(box) == 5);
+  CHECK_FALSE(box.maybe_nonempty());
+}
+
 TEST_CASE("with several producer threads and one consumer, each producer's messages arrive in order, none lost or duplicated") {
   constexpr std::uint32_t producers = 4;
   const std::uint32_t per_producer = 50'000 * stress_scale();
