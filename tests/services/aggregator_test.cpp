@@ -34,10 +34,13 @@ TEST_CASE("the aggregator's phases have the expected shape") {
   // B: second's calls hold the shared pool's slots until the deadline; the fast backends miss too.
   CHECK(b.miss_share(1) > 0.5);
   CHECK(b.miss_share(0) + b.miss_share(2) > 0.2);
-  // C: a pool per dependency: only second misses.
+  // C: a pool per dependency: only second misses. The fast backends' share is near 0 on an idle
+  // machine; the margin is for a loaded one (one ThreadSanitizer worker beside other test runs: up to
+  // 16% seen, against 82% in B of the same run), where their 100 ms calls queue for the CPU.
   CHECK(c.miss_share(1) > 0.5);
-  CHECK(c.miss_share(0) < 0.05);
-  CHECK(c.miss_share(2) < 0.05);
+  CHECK(c.miss_share(0) < 0.25);
+  CHECK(c.miss_share(2) < 0.25);
+  CHECK(c.miss_share(0) + c.miss_share(2) < 0.5 * (b.miss_share(0) + b.miss_share(2)));
   // Every response in B and C is partial (second never makes it).
   CHECK(b.full == 0);
   CHECK(c.full == 0);
