@@ -3,6 +3,7 @@
 
 #include <set>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 
 using namespace std::chrono_literals;
@@ -179,20 +180,22 @@ TEST_CASE("a pid stays dead after its table slot is reused") {
   grove_test::runtime_fixture rt;
   grove::scoped_process me;
   grove::pid self = me.pid();
-  // A process spawns short-lived children until one gets the table index of an earlier, dead one.
+  // A process spawns short-lived children until one gets the table index of an earlier, dead one
+  // (any of them: free indices are cached per worker, so which one comes back depends on where the
+  // children ran and exited; waiting for one particular index could take for ever).
   grove::spawn([self] {
-    auto first = grove::spawn_monitor([] {});
-    grove::receive([](grove::down) {});
+    std::unordered_map<std::uint32_t, grove::pid> dead;  // table index -> the dead child that had it
     for (int i = 0; i < 100000; ++i) {
       auto s = grove::spawn_monitor([] { grove::receive([](go) {}); });
-      if (s.pid.index() == first.pid.index()) {
-        grove::send(self, std::pair<grove::pid, grove::pid>(first.pid, s.pid));
+      if (auto it = dead.find(s.pid.index()); it != dead.end()) {
+        grove::send(self, std::pair<grove::pid, grove::pid>(it->second, s.pid));
         grove::receive([](go) {});
         grove::send(s.pid, go{});
         return;
       }
       grove::send(s.pid, go{});
       grove::receive([](grove::down) {});
+      dead.emplace(s.pid.index(), s.pid);
     }
     grove::send(self, std::pair<grove::pid, grove::pid>());
   });
