@@ -50,18 +50,12 @@ class inbox {
   inbox& operator=(const inbox&) = delete;
 
   // Any thread. Takes ownership of n.
-  void push(message_node* n) noexcept {
-    n->next.store(nullptr, std::memory_order_relaxed);  // n is private to us until the exchange
-    message_node* prev = head_.exchange(n, std::memory_order_acq_rel);  // see file comment
-    prev->next.store(n, std::memory_order_release);     // publishes n to the consumer
-  }
+  void push(message_node* n) noexcept { link_in(n); }
 
   // Any thread, for a node that needs no wake-up of its own. Takes ownership of n. True if the owner
   // must be woken all the same (see the file comment).
   bool push_lazily(message_node* n) noexcept {
-    n->next.store(nullptr, std::memory_order_relaxed);  // as in push
-    message_node* prev = head_.exchange(n, std::memory_order_acq_rel);
-    prev->next.store(n, std::memory_order_release);
+    message_node* prev = link_in(n);
     if (prev != &stub_) return true;  // the node before ours could not be popped until now
     message_node* expected = n;
     // acq_rel: whoever exchanges head after this RMW synchronises with it, so sees our link; a failed
@@ -99,6 +93,14 @@ class inbox {
   }
 
  private:
+  // Both steps of a push (see file comment); returns the node ours was linked after.
+  message_node* link_in(message_node* n) noexcept {
+    n->next.store(nullptr, std::memory_order_relaxed);  // n is private to us until the exchange
+    message_node* prev = head_.exchange(n, std::memory_order_acq_rel);  // see file comment
+    prev->next.store(n, std::memory_order_release);     // publishes n to the consumer
+    return prev;
+  }
+
   std::atomic<message_node*> head_;  // shared: producers exchange it
   message_node* tail_;               // owner: the consumer
   message_node stub_;                // the permanent dummy node of Vyukov's design

@@ -187,10 +187,10 @@ void send_exit_signal(runtime_state& rt, process* q, pid from, exit_reason reaso
   rt.wake(q);
 }
 
-drained drain_inbox(process* p, std::size_t limit) {
+drained drain_inbox(process* p) {
   drained d;
   for (std::size_t taken = 0;; ++taken) {
-    if (taken == limit) {
+    if (taken == drain_batch) {
       d.more = p->mail.maybe_nonempty();
       return d;
     }

@@ -26,7 +26,7 @@ void answer_for_exited(runtime_state& rt, pid dead, message_node* n) noexcept;
 void send_exit_signal(runtime_state& rt, process* q, pid from, exit_reason reason, bool via_link) noexcept;
 
 // Process context: moves arrived messages to the saved list and acts on arrived signals, in order,
-// at most `limit` nodes per call: a process flooded with signals (monitors, links, exits from many
+// at most drain_batch nodes per call: a process flooded with signals (monitors, links, exits from many
 // others) must still get to look at the messages it has, between batches. Throws exit_unwind if a
 // signal ends the process.
 inline constexpr std::size_t drain_batch = 256;
@@ -34,7 +34,7 @@ struct drained {
   bool queued = false;  // a message was added to the saved list
   bool more = false;    // it stopped at the limit: there may be more in the inbox
 };
-drained drain_inbox(process* p, std::size_t limit = drain_batch);
+drained drain_inbox(process* p);
 
 // Process context: one reduction (a send, a received message, a spawn); yields at the end of the
 // slice, and then acts on signals if asked (receive.cpp).
