@@ -103,10 +103,6 @@ struct alignas(64) process {
 static_assert(sizeof(process) <= 256 || GROVE_CONTEXT_HAS_SANITIZER_FIELDS,
               "the PCB must stay within 256 bytes: a million of them is the headline");
 
-// Thrown through a process's stack to end it (exit(), a killing exit signal, an arena over its limit).
-// Deliberately not derived from std::exception, so `catch (const std::exception&)` lets it pass.
-struct exit_unwind {
-  exit_reason reason;
-};
+using detail::exit_unwind;
 
 }  // namespace grove::internal

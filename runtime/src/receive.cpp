@@ -155,12 +155,13 @@ void yield() {
   drain_inbox(p);
 }
 
-void exit(exit_reason reason) {
+void detail::begin_exit(const exit_reason& reason) {
   process* p = current_process();
   if (!p) throw error(errc::not_in_process);
   if (p->kind == process_kind::scoped)
     throw error(errc::bad_argument, "grove::exit(reason) ends a Grove process; a scoped_process ends when destroyed");
-  die(p, std::move(reason));
+  p->exiting = true;
+  p->ensure_extra().reason = reason;
 }
 
 bool is_alive(pid id) noexcept {

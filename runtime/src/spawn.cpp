@@ -6,9 +6,10 @@
 // spawning worker's local queue, or the inject queue from a foreign thread. It is born NOTIFIED
 // (process_table.cpp), so it is queued exactly once.
 //
-// process_main: runs the function; a return is exit reason `normal`, exit_unwind carries its reason,
-// any other exception becomes exit_reason::exception(what()). Then the exit protocol (signals.cpp),
-// then the last switch to whichever worker runs it now, never to return.
+// process_main: runs the function through its entry_ops (grove/process.hpp, which catches what
+// escapes it: a return is exit reason `normal`, exit_unwind carries its reason, any other exception
+// becomes exit_reason::exception(what())). Then the exit protocol (signals.cpp), then the last switch
+// to whichever worker runs it now, never to return.
 #include <cstdio>
 #include <typeinfo>
 
@@ -23,18 +24,6 @@
 namespace grove::internal {
 
 namespace {
-
-exit_reason run_function(process* p) noexcept {
-  try {
-    return p->entry->run(p->entry_fn);
-  } catch (exit_unwind& e) {
-    return std::move(e.reason);
-  } catch (const std::exception& e) {
-    return exit_reason::exception(e.what(), typeid(e).name());
-  } catch (...) {
-    return exit_reason::exception("unknown exception (not derived from std::exception)");
-  }
-}
 
 // The exit protocol, then the last switch to whichever worker runs the process now. The final switch
 // abandons this frame, so nothing here may own memory by then.
@@ -54,7 +43,7 @@ void process_main(transfer t) {
   w->sched_ctx.fctx = t.fctx;
   process* p = w->current;
   finish_first_switch(p->ctx);
-  finish(p, run_function(p));
+  finish(p, p->entry->run(p->entry_fn));
 }
 
 void abandon_process(process* p, exit_reason reason) {
@@ -68,6 +57,9 @@ void abandon_process(process* p, exit_reason reason) {
 namespace grove::detail {
 
 using namespace grove::internal;
+
+exit_reason exception_reason(const std::exception& e) { return exit_reason::exception(e.what(), typeid(e).name()); }
+exit_reason unknown_exception_reason() { return exit_reason::exception("unknown exception (not derived from std::exception)"); }
 
 result<spawned> spawn_entry(const spawn_options& options, const entry_ops& ops, void* fn) {
   runtime_state* rt = current_runtime();

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <exception>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -40,9 +41,26 @@ struct spawned {
 };
 
 namespace detail {
+// Thrown through a process's stack to end it (grove::exit, a killing exit signal, an arena over its
+// limit). Deliberately not derived from std::exception, so `catch (const std::exception&)` lets it pass.
+struct exit_unwind {
+  exit_reason reason;
+};
+// grove::exit's checks and bookkeeping before the throw: throws grove::error outside a scheduled
+// process; marks the calling process as exiting with `reason`.
+void begin_exit(const exit_reason& reason);
+// The exit reasons of a process that an exception ended: exit_reason::exception(what(), type name).
+exit_reason exception_reason(const std::exception& e);
+exit_reason unknown_exception_reason();
+
 // How the runtime moves, runs and destroys a type-erased callable (stored inline when small).
+// `run` catches what escapes the callable itself, and grove::exit throws from the caller's own frame
+// (it is inline): the C++ unwinder walks every frame between the throw and the catch twice, at
+// ~0.3-0.4 us a frame on this project's machines, and a crash is what supervisors handle all day.
+// With the catch in the runtime and the throw in an out-of-line exit(), a crash cost ~2x as many
+// unwinder instructions (valgrind --tool=callgrind on bench/grove/restarts; bench/RESULTS.md).
 struct entry_ops {
-  exit_reason (*run)(void* fn);  // the process's exit reason when the callable returns
+  exit_reason (*run)(void* fn) noexcept;  // the process's exit reason when the callable returns or throws
   void (*destroy)(void* fn) noexcept;
   void (*move_construct)(void* dst, void* src);
   std::size_t size;
@@ -51,12 +69,20 @@ struct entry_ops {
 
 template <class F>
 inline constexpr entry_ops entry_ops_for{
-    [](void* fn) -> exit_reason {
-      if constexpr (std::is_convertible_v<std::invoke_result_t<F&>, exit_reason>) {
-        return (*static_cast<F*>(fn))();
-      } else {
-        (*static_cast<F*>(fn))();
-        return exit_reason::normal();
+    [](void* fn) noexcept -> exit_reason {
+      try {
+        if constexpr (std::is_convertible_v<std::invoke_result_t<F&>, exit_reason>) {
+          return (*static_cast<F*>(fn))();
+        } else {
+          (*static_cast<F*>(fn))();
+          return exit_reason::normal();
+        }
+      } catch (exit_unwind& e) {
+        return std::move(e.reason);
+      } catch (const std::exception& e) {
+        return exception_reason(e);
+      } catch (...) {
+        return unknown_exception_reason();
       }
     },
     [](void* fn) noexcept { static_cast<F*>(fn)->~F(); },
@@ -108,7 +134,10 @@ pid self() noexcept;
 void yield();
 // Ends the calling process with `reason` (unwinding its stack, so destructors run). Outside a
 // process it throws grove::error(errc::not_in_process).
-[[noreturn]] void exit(exit_reason reason);
+[[noreturn]] inline void exit(exit_reason reason) {
+  detail::begin_exit(reason);
+  throw detail::exit_unwind{std::move(reason)};
+}
 // Whether `p` names a live process (it may exit the next moment).
 bool is_alive(pid p) noexcept;
 // Blocks the calling process (messages stay in the mailbox; exit signals still act). On a foreign
