@@ -184,9 +184,20 @@ bool stack_slots::take_or_wait(slot& s, process* p) noexcept {
 
 bool stack_slots::acquire(process* p, unsigned worker) noexcept {
   if (p->slot == no_slot) {
-    // Bind: round-robin over this worker's share; take the first free one.
+    worker_cursor& c = cursors_[worker];
+    // Bind: a slot vacated here, newest first (protocol step 5). It may have been bound since by
+    // another worker's round-robin; if it is free it is still a fine choice.
+    while (c.vacated_count > 0) {
+      --c.vacated_count;
+      unsigned index = c.vacated[--c.vacated_top % worker_cursor::vacated_capacity];
+      if (try_take(slots_[index])) {
+        p->slot = index;
+        return true;
+      }
+    }
+    // Else round-robin over this worker's share; take the first free one.
     unsigned base = (worker * share_) % count();
-    unsigned& next = cursors_[worker].next;
+    unsigned& next = c.next;
     for (unsigned i = 0; i < share_; ++i) {
       unsigned index = base + (next++ % share_);
       if (try_take(slots_[index])) {
@@ -255,11 +266,14 @@ void stack_slots::make_resident(process* p) {
   s.resident = p;
 }
 
-void stack_slots::forget(process* p) noexcept {
+void stack_slots::forget(process* p, unsigned worker) noexcept {
   if (p->slot == no_slot) return;
   slot& s = slots_[p->slot];
   if (s.resident == p) {
     s.resident = nullptr;
+    worker_cursor& c = cursors_[worker];
+    c.vacated[c.vacated_top++ % worker_cursor::vacated_capacity] = p->slot;
+    if (c.vacated_count < worker_cursor::vacated_capacity) ++c.vacated_count;
 #if GROVE_ASAN
     __asan_unpoison_memory_region(top_of(p->slot) - stack_bytes_, stack_bytes_);  // its last frames never returned
 #endif

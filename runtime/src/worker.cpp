@@ -280,7 +280,7 @@ void worker::run(process* p) {
 
 void worker::after_park(process* p) {
   if (p->parked == park_reason::exit) {
-    rt.slots.forget(p);
+    rt.slots.forget(p, index);
     process* waiters = rt.slots.release(p);
     p->slot = no_slot;
     p->started = false;

@@ -2,6 +2,7 @@
 #include "support/fixture.hpp"
 
 #include <set>
+#include <vector>
 
 using namespace std::chrono_literals;
 using grove_test::patience;
@@ -122,4 +123,30 @@ TEST_CASE("thousands of processes in a ring pass a token around") {
     REQUIRE(hops == (lap + 1) * n);
   }
   rt.stop();
+}
+
+TEST_CASE("a process spawned after another exits takes its execution stack, and evicts no parked process") {
+  // One worker, four execution stacks: three hold parked processes. A stream of short-lived processes
+  // reuses the stack the last one left (stack_slots.hpp, step 5) instead of going round-robin over the
+  // four, which would copy a parked process's stack out on almost every spawn.
+  grove_test::runtime_fixture rt({.workers = 1, .stack_slots = 4});
+  grove::scoped_process me;
+  grove::pid self = me.pid();
+  std::vector<grove::pid> parked;
+  for (int i = 0; i < 3; ++i) {
+    parked.push_back(grove::spawn([self] {
+      grove::send(self, 1);
+      grove::receive([](go) {});
+    }));
+    grove::receive([](int) {});  // it runs (and is bound to a stack) before the next one
+  }
+  auto run_one = [] {
+    auto [p, ref] = grove::spawn_monitor([] {});
+    grove::receive(grove::when([ref = ref](const grove::down& d) { return d.ref == ref; }, [](grove::down) {}));
+  };
+  run_one();  // the first one binds round-robin: it may evict one of the parked
+  const std::uint64_t copies_before = grove::system_info().stack_image_copies;
+  for (int i = 0; i < 200; ++i) run_one();
+  CHECK(grove::system_info().stack_image_copies == copies_before);
+  for (grove::pid p : parked) grove::send(p, go{});
 }
