@@ -14,9 +14,15 @@
 //
 // ## Where work comes from (worker::find_work)
 // 1. Every 61st round, one process from the shared inject queue first, so it cannot starve (Go's rule).
-// 2. The LIFO slot: a process woken by a message from the process running here runs next, on the
-//    same core, while the sender's data is in cache; after 3 LIFO runs in a row the local queue goes
-//    first (tokio's cap), so a ping-pong pair cannot starve the queue.
+// 2. The LIFO slot: a process woken by a message from the process running here, or spawned by it,
+//    runs next, on the same core, while the sender's data is in cache; after 3 LIFO runs in a row
+//    the local queue goes first (tokio's cap), so a ping-pong pair cannot starve the queue. A spawn
+//    or wake that finds the slot taken moves the old occupant to the local queue, where other
+//    workers can steal it (so a spawn loop still spreads out). Spawning into the slot, as tokio and
+//    Go do, keeps "spawn a process, wait for it" on one core: with the child in the local queue the
+//    idle worker stole every child and the pair bounced between cores; bench/grove/restarts --n 1000
+//    (a supervisor restarting a crashing child, 2 workers, medians of 9 runs, twice) went from
+//    137 K and 147 K restarts/s to 214 K and 215 K.
 // 3. The local queue (FIFO).
 // 4. The inject queue: foreign threads' spawns and sends, and overflow from full local queues.
 // 5. Expired timers of this worker's wheel (checked every round against a cached next expiry; with
@@ -25,7 +31,13 @@
 //    worker has not switched processes for 200 µs (it is stuck in one long process): stealing it
 //    earlier would split ping-pong pairs across cores, which costs ~5× here (cross-core round trips
 //    are ~480 ns on these VMs, DESIGN-NOTES §2). For the same reason an idle worker does not count
-//    other workers' LIFO slots as work when deciding whether to sleep.
+//    other workers' LIFO slots as work when deciding whether to sleep. Instead a parked worker
+//    watches them (worker::park): while a slot is occupied, or another worker is busy, it sleeps at
+//    most 0.2 ms at first, backing off to 5 ms while it finds nothing, and looks again; a pusher that
+//    fills an empty slot while nobody watches wakes someone. So a process left in the slot of a
+//    worker that computes for a long time without a runtime call is taken by an idle worker within
+//    ~0.4 ms (up to ~5 ms after a quiet spell) instead of waiting for the computation to end, and a
+//    ping-pong pair's idle neighbour wakes ~200 times a second, not 5,000.
 //
 // ## Process states (the control word) and the "already queued" bit
 // Three bits (process.hpp): NOTIFIED (queued: in a run queue or a slot's waiters), RUNNING (a worker
@@ -55,8 +67,9 @@
 //   up also looks once more (after decrementing `searching` and a fence), since producers skip the
 //   wake while someone searches. A searcher that finds work wakes another idle worker if it was the
 //   last searcher, so parallelism ramps up one worker at a time.
-// Pushing into the LIFO slot wakes nobody: the current process is about to block and the worker
-// will run it next.
+// Pushing into the LIFO slot wakes nobody while an idle worker watches (6. above): usually the
+// current process is about to block and the worker runs the occupant next; if it does not block,
+// the watcher takes the occupant. With idle workers but no watcher, the push wakes one.
 //
 // ## Fairness
 // Each process gets `reductions_per_slice` (default 4,000, BEAM's figure) sends, received messages

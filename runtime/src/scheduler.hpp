@@ -100,6 +100,9 @@ class worker {
   std::uint64_t last_now_ = 0;      // owner: the clock at the last timer check
   std::uint32_t rounds_since_clock_ = 0;  // owner
   bool searching_ = false;          // owner: counted in runtime_state::searching
+  bool watch_expired_ = false;      // owner: the last park ended at its watch deadline (worker::park)
+  bool suspect_ = false;            // owner: the last search saw a LIFO slot whose owner had not switched
+  std::uint64_t watch_backoff_ns_ = 200'000;  // owner: the next watch's sleep (worker::park)
   std::uint64_t rng_ = 0;           // owner: victim order
   struct sighting {
     std::uint64_t count = ~0ull;  // a worker's switch count
@@ -133,6 +136,7 @@ struct runtime::state : std::enable_shared_from_this<runtime::state> {
   // Idle workers (scheduler.cpp, "parking").
   alignas(64) std::atomic<unsigned> searching{0};  // shared: workers looking for work to steal
   std::atomic<unsigned> idle_count{0};             // shared: workers parked, or about to
+  std::atomic<unsigned> watchers{0};               // shared: parked workers watching LIFO slots (worker::park)
   std::atomic<unsigned> fence_word{0};             // shared: parking_fence under ThreadSanitizer
   std::mutex idle_lock;
   std::vector<internal::worker*> idle_workers;     // guarded by idle_lock

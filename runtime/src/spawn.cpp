@@ -2,8 +2,9 @@
 //
 // spawn: take a PCB from the table (the process limit is enforced there), move the function object
 // into the PCB (inline when it fits in 32 bytes, else on the heap), set up spawn_link/spawn_monitor
-// before anyone can see the new pid (so they are atomic, as in Erlang), then queue it: on the
-// spawning worker's local queue, or the inject queue from a foreign thread. It is born NOTIFIED
+// before anyone can see the new pid (so they are atomic, as in Erlang), then queue it: in the
+// spawning worker's LIFO slot when a process spawns (the previous occupant moves to the local queue,
+// where others can steal it), or the inject queue from a foreign thread. It is born NOTIFIED
 // (process_table.cpp), so it is queued exactly once.
 //
 // process_main: runs the function through its entry_ops (grove/process.hpp, which catches what
@@ -110,12 +111,17 @@ result<spawned> spawn_entry(const spawn_options& options, const entry_ops& ops, 
   worker* w = this_worker();
   if (w && &w->rt == rt) {
     w->spawned.fetch_add(1, std::memory_order_relaxed);  // statistics
-    w->push_local(p);
+    if (w->current != nullptr) {
+      w->push_runnext(p);  // runs here when the parent blocks; no wake-up (scheduler.cpp, "Where work comes from")
+    } else {
+      w->push_local(p);
+      rt->notify_work();
+    }
   } else {
     rt->foreign_spawned.fetch_add(1, std::memory_order_relaxed);  // statistics
     rt->injector.push(p);
+    rt->notify_work();
   }
-  rt->notify_work();
   if (parent) charge(parent, true);  // spawning costs a reduction, as in BEAM: a spawn loop yields too
   return result;
 }

@@ -21,6 +21,10 @@ constexpr std::size_t inject_batch = 32;             // processes taken from the
 // split across cores (which made bench/grove/ring 40% slower on 2 workers than on 1 when it was
 // "two looks in a row").
 constexpr std::uint64_t stuck_worker_ns = 200'000;
+// The longest a watching worker sleeps (worker::park): how late, at worst, an idle worker notices a
+// process stranded in the LIFO slot of a worker that computes without runtime calls. Go's sysmon
+// preempts such a goroutine after 10 ms.
+constexpr std::uint64_t watch_max_ns = 5'000'000;
 // See worker::advance_timers.
 constexpr std::uint64_t clock_skip_ns = 1'000'000;
 constexpr std::uint32_t clock_skip_rounds = 16;
@@ -52,10 +56,17 @@ void worker::push_local(process* p) {
 }
 
 void worker::push_runnext(process* p) {
-  // release: the new occupant's queue entry is published to a thief that exchanges it out
-  process* old = runnext.exchange(p, std::memory_order_acq_rel);
+  // seq_cst: publishes the occupant to a thief that exchanges it out (release), and orders this
+  // store before our read of `watchers` below against a parking worker's count-then-look (park)
+  process* old = runnext.exchange(p, std::memory_order_seq_cst);
   if (old) {
     push_local(old);
+    rt.notify_work();
+  } else if (rt.watchers.load(std::memory_order_seq_cst) == 0 && rt.idle_count.load(std::memory_order_seq_cst) != 0) {
+    // Nobody watches the LIFO slots: if our process does not block soon, p would wait for it with
+    // idle workers asleep. Make sure someone looks (they watch once they see p). With no worker idle
+    // nobody needs waking: the next to park counts itself idle, then looks (park). seq_cst loads:
+    // the pairing in park; on x86 they are plain loads, the exchange above is the barrier.
     rt.notify_work();
   }
 }
@@ -111,7 +122,10 @@ process* worker::steal_from_others() {
         seen_switches_[v] = {sw, now};
         continue;
       }
-      if (now - seen_switches_[v].since < stuck_worker_ns) continue;
+      if (now - seen_switches_[v].since < stuck_worker_ns) {
+        suspect_ = true;  // maybe stuck: if we park, look again soon (park's watch)
+        continue;
+      }
       if (process* p = victim.runnext.exchange(nullptr, std::memory_order_acq_rel)) {  // acq_rel: see push_runnext
         steals.fetch_add(1, std::memory_order_relaxed);  // statistics
         return p;
@@ -175,7 +189,11 @@ bool worker::park() {
       }
     }
   }
-  for (std::uint64_t until = now_ns() + spin_before_park_ns; now_ns() < until;) {
+  // After a watch (below) found nothing, sleep again at once: spinning 20 us after every watch would
+  // burn up to a tenth of a core beside a busy worker and pull on its cache lines.
+  const bool watched = watch_expired_;
+  watch_expired_ = false;
+  for (std::uint64_t until = watched ? 0 : now_ns() + spin_before_park_ns; now_ns() < until;) {
     if (has_visible_work()) return false;
     __builtin_ia32_pause();
   }
@@ -196,10 +214,40 @@ bool worker::park() {
     return false;  // wake_one_idle took us: we count as searching now
   };
   std::uint64_t expiry = next_expiry_ns.load(std::memory_order_relaxed);  // we are its only writer
-  if (has_visible_work() || expiry <= now_ns() || rt.workers_stop.load(std::memory_order_acquire)) {
+  const std::uint64_t now = now_ns();
+  if (has_visible_work() || expiry <= now || rt.workers_stop.load(std::memory_order_acquire)) {
     if (!leave_idle_list()) searching_ = true;
     return false;
   }
+  // The watch (scheduler.cpp, "Where work comes from", 6.): a process in another worker's LIFO slot
+  // is not work we may take now, but it becomes stealable if that worker stays in one process for
+  // stuck_worker_ns, and nobody wakes us for that. So a parked worker watches, sleeping no longer
+  // than watch_backoff_ns_ (stuck_worker_ns, doubling up to watch_max_ns while it finds nothing),
+  // or stuck_worker_ns when its last search saw a slot whose owner had not switched (suspect_):
+  //   - when a LIFO slot is occupied: always (the occupant may be stranded);
+  //   - else when another worker is busy and nobody else watches (a busy worker may strand one).
+  // The pairing that leaves no occupant unwatched: push_runnext fills an empty slot, then reads
+  // `watchers` and wakes someone if it is 0; we count ourselves, then look, and stop counting only
+  // after looking again. All seq_cst: either we see its process or it sees our count (a count it
+  // read before we stopped counting means our second look comes after its push).
+  const bool suspect = suspect_;
+  suspect_ = false;
+  auto slot_occupied = [&] {
+    for (auto& w : rt.workers)
+      if (w.get() != this && w->runnext.load(std::memory_order_seq_cst) != nullptr) return true;  // seq_cst: above
+    return false;
+  };
+  const unsigned others_watching = rt.watchers.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: above
+  bool watch = slot_occupied() ||
+               (others_watching == 0 && rt.idle_count.load(std::memory_order_relaxed) < rt.workers.size());  // a hint
+  if (!watch) {
+    rt.watchers.fetch_sub(1, std::memory_order_seq_cst);  // seq_cst: above; a pusher now wakes someone
+    if (slot_occupied()) {
+      rt.watchers.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: above
+      watch = true;
+    }
+  }
+  if (watch) expiry = std::min(expiry, now + (suspect ? stuck_worker_ns : watch_backoff_ns_));
   parks.fetch_add(1, std::memory_order_relaxed);  // statistics
   {
     std::unique_lock<std::mutex> g(park_lock_);
@@ -215,12 +263,17 @@ bool worker::park() {
         park_cv_.wait(g);
       } else {
         auto when = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(expiry));
-        if (park_cv_.wait_until(g, when) == std::cv_status::timeout) break;
+        if (park_cv_.wait_until(g, when) == std::cv_status::timeout) {
+          watch_expired_ = watch;
+          if (watch) watch_backoff_ns_ = std::min(2 * watch_backoff_ns_, watch_max_ns);
+          break;
+        }
       }
     }
     wake_pending_ = false;
     sleeping_ = false;
   }
+  if (watch) rt.watchers.fetch_sub(1, std::memory_order_seq_cst);  // seq_cst: as above
   if (!leave_idle_list()) searching_ = true;
   return true;
 }
@@ -237,6 +290,7 @@ void worker::loop() {
       park();
       continue;
     }
+    watch_backoff_ns_ = stuck_worker_ns;
     if (searching_) {
       searching_ = false;
       // Found work while searching: if we were the last searcher, wake another (ramp-up).

@@ -1,6 +1,7 @@
 // Scheduling across workers: migration of started processes, stealing, many processes.
 #include "support/fixture.hpp"
 
+#include <atomic>
 #include <set>
 #include <vector>
 
@@ -123,6 +124,42 @@ TEST_CASE("thousands of processes in a ring pass a token around") {
     REQUIRE(hops == (lap + 1) * n);
   }
   rt.stop();
+}
+
+namespace {
+// Spins, without any runtime call, until `flag` is set or `limit` passes; whether it was set. Such a
+// process holds its worker the whole time (Grove does not preempt).
+bool compute_until(const std::atomic<bool>& flag, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!flag.load(std::memory_order_acquire)) {  // acquire: pairs with the other process's store
+    if (std::chrono::steady_clock::now() > until) return false;
+  }
+  return true;
+}
+}  // namespace
+
+TEST_CASE("a process spawned or woken by one that keeps computing runs on an idle worker meanwhile") {
+  // Both land in the computing worker's LIFO slot; an idle worker must take them from there (the
+  // watch, scheduler.cpp) rather than wait for the computation to end.
+  if (grove_test::test_workers() < 2) return;  // one worker: they run when the computation ends, by design
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  grove::pid self = me.pid();
+  std::atomic<bool> child_ran{false}, waiter_ran{false};
+  grove::pid waiter = grove::spawn([&] {
+    grove::receive([](go) {});
+    waiter_ran.store(true, std::memory_order_release);  // release: compute_until reads it
+  });
+  grove::spawn([&, self, waiter] {
+    grove::spawn([&] { child_ran.store(true, std::memory_order_release); });  // release: as above
+    const bool spawned_ran = compute_until(child_ran, patience);
+    grove::send(waiter, go{});
+    const bool woken_ran = compute_until(waiter_ran, patience);
+    grove::send(self, std::pair<bool, bool>(spawned_ran, woken_ran));
+  });
+  auto [spawned_ran, woken_ran] = grove::receive([](std::pair<bool, bool> r) { return r; });
+  CHECK(spawned_ran);
+  CHECK(woken_ran);
 }
 
 TEST_CASE("a process spawned after another exits takes its execution stack, and evicts no parked process") {
