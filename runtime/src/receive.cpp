@@ -160,8 +160,7 @@ void detail::begin_exit(const exit_reason& reason) {
   if (!p) throw error(errc::not_in_process);
   if (p->kind == process_kind::scoped)
     throw error(errc::bad_argument, "grove::exit(reason) ends a Grove process; a scoped_process ends when destroyed");
-  p->exiting = true;
-  p->ensure_extra().reason = reason;
+  mark_exiting(p, reason);
 }
 
 bool is_alive(pid id) noexcept {

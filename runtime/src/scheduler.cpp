@@ -179,7 +179,7 @@ void runtime::state::schedule(process* p) {
   worker* w = this_worker();
   if (w && &w->rt == this) {
     if (w->current != nullptr) {
-      w->push_runnext(p);  // in process context: the woken process runs next, here
+      w->push_runnext(p);  // in process context: the woken or spawned process runs next, here
     } else {
       w->push_local(p);
       notify_work();

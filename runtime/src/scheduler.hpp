@@ -89,6 +89,7 @@ class worker {
   process* take_local();
   process* steal_from_others();
   bool park();
+  std::uint64_t start_watch(std::uint64_t now);
   void run(process* p);
   void after_park(process* p);
   void advance_timers();
@@ -102,7 +103,7 @@ class worker {
   bool searching_ = false;          // owner: counted in runtime_state::searching
   bool watch_expired_ = false;      // owner: the last park ended at its watch deadline (worker::park)
   bool suspect_ = false;            // owner: the last search saw a LIFO slot whose owner had not switched
-  std::uint64_t watch_backoff_ns_ = 200'000;  // owner: the next watch's sleep (worker::park)
+  std::uint64_t watch_backoff_ns_;  // owner: the next watch's sleep (worker::start_watch)
   std::uint64_t rng_ = 0;           // owner: victim order
   struct sighting {
     std::uint64_t count = ~0ull;  // a worker's switch count

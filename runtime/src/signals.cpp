@@ -241,8 +241,7 @@ void die(process* p, exit_reason reason) {
     }
     throw error(errc::noproc, text);
   }
-  p->exiting = true;
-  p->ensure_extra().reason = reason;
+  mark_exiting(p, reason);
   throw exit_unwind{std::move(reason)};
 }
 

@@ -48,6 +48,12 @@ void check_pending_exit(process* p);
 // exit protocol and switches away for good (spawn.cpp).
 [[noreturn]] void abandon_process(process* p, exit_reason reason);
 
+// Marks p as ending with `reason`, which check_pending_exit reads back if p swallows its exit_unwind.
+inline void mark_exiting(process* p, const exit_reason& reason) {
+  p->exiting = true;
+  p->ensure_extra().reason = reason;
+}
+
 // Ends p with reason from inside it: throws exit_unwind (for a scoped process: exits it at once and
 // throws grove::error(errc::noproc), since a foreign thread cannot be unwound by Grove).
 [[noreturn]] void die(process* p, exit_reason reason);

@@ -111,17 +111,10 @@ result<spawned> spawn_entry(const spawn_options& options, const entry_ops& ops, 
   worker* w = this_worker();
   if (w && &w->rt == rt) {
     w->spawned.fetch_add(1, std::memory_order_relaxed);  // statistics
-    if (w->current != nullptr) {
-      w->push_runnext(p);  // runs here when the parent blocks; no wake-up (scheduler.cpp, "Where work comes from")
-    } else {
-      w->push_local(p);
-      rt->notify_work();
-    }
   } else {
     rt->foreign_spawned.fetch_add(1, std::memory_order_relaxed);  // statistics
-    rt->injector.push(p);
-    rt->notify_work();
   }
+  rt->schedule(p);  // as a wake: the LIFO slot from a process (it runs when the parent blocks)
   if (parent) charge(parent, true);  // spawning costs a reduction, as in BEAM: a spawn loop yields too
   return result;
 }

@@ -36,7 +36,12 @@ constexpr std::uint64_t spin_before_park_ns = 20'000;
 }  // namespace
 
 worker::worker(runtime_state& r, unsigned i)
-    : rt(r), index(i), wheel(now_ns()), rng_(0x9E3779B97F4A7C15ull * (i + 1)), seen_switches_(r.config.workers) {}
+    : rt(r),
+      index(i),
+      wheel(now_ns()),
+      watch_backoff_ns_(stuck_worker_ns),
+      rng_(0x9E3779B97F4A7C15ull * (i + 1)),
+      seen_switches_(r.config.workers) {}
 
 void worker::start() {
   thread_ = std::thread([this] { loop(); });
@@ -175,6 +180,37 @@ process* worker::find_work() {
   return nullptr;
 }
 
+// The watch (scheduler.cpp, "Where work comes from", 6.), for park: a process in another worker's
+// LIFO slot is not work we may take now, but it becomes stealable if that worker stays in one
+// process for stuck_worker_ns, and nobody wakes us for that. So a parked worker watches, sleeping no
+// longer than watch_backoff_ns_ (stuck_worker_ns, doubling up to watch_max_ns while it finds
+// nothing), or stuck_worker_ns when its last search saw a slot whose owner had not switched
+// (suspect_):
+//   - when a LIFO slot is occupied: always (the occupant may be stranded);
+//   - else when another worker is busy and nobody else watches (a busy worker may strand one).
+// Returns when to look again, counted in rt.watchers (park stops counting when it wakes), or ~0 when
+// there is nothing to watch. The pairing that leaves no occupant unwatched: push_runnext fills an
+// empty slot, then reads `watchers` and wakes someone if it is 0; we count ourselves, then look, and
+// stop counting only after looking again. All seq_cst: either we see its process or it sees our
+// count (a count it read before we stopped counting means our second look comes after its push).
+std::uint64_t worker::start_watch(std::uint64_t now) {
+  const bool suspect = suspect_;
+  suspect_ = false;
+  auto slot_occupied = [&] {
+    for (auto& w : rt.workers)
+      if (w.get() != this && w->runnext.load(std::memory_order_seq_cst) != nullptr) return true;  // seq_cst: above
+    return false;
+  };
+  const unsigned others_watching = rt.watchers.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: above
+  const bool others_busy = rt.idle_count.load(std::memory_order_relaxed) < rt.workers.size();  // a hint: we count as idle
+  if (!slot_occupied() && !(others_watching == 0 && others_busy)) {
+    rt.watchers.fetch_sub(1, std::memory_order_seq_cst);  // seq_cst: above; a pusher now wakes someone
+    if (!slot_occupied()) return ~0ull;
+    rt.watchers.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: above
+  }
+  return now + (suspect ? stuck_worker_ns : watch_backoff_ns_);
+}
+
 // Returns after sleeping or on finding that work appeared; the caller looks for work again.
 bool worker::park() {
   if (searching_) {
@@ -219,35 +255,9 @@ bool worker::park() {
     if (!leave_idle_list()) searching_ = true;
     return false;
   }
-  // The watch (scheduler.cpp, "Where work comes from", 6.): a process in another worker's LIFO slot
-  // is not work we may take now, but it becomes stealable if that worker stays in one process for
-  // stuck_worker_ns, and nobody wakes us for that. So a parked worker watches, sleeping no longer
-  // than watch_backoff_ns_ (stuck_worker_ns, doubling up to watch_max_ns while it finds nothing),
-  // or stuck_worker_ns when its last search saw a slot whose owner had not switched (suspect_):
-  //   - when a LIFO slot is occupied: always (the occupant may be stranded);
-  //   - else when another worker is busy and nobody else watches (a busy worker may strand one).
-  // The pairing that leaves no occupant unwatched: push_runnext fills an empty slot, then reads
-  // `watchers` and wakes someone if it is 0; we count ourselves, then look, and stop counting only
-  // after looking again. All seq_cst: either we see its process or it sees our count (a count it
-  // read before we stopped counting means our second look comes after its push).
-  const bool suspect = suspect_;
-  suspect_ = false;
-  auto slot_occupied = [&] {
-    for (auto& w : rt.workers)
-      if (w.get() != this && w->runnext.load(std::memory_order_seq_cst) != nullptr) return true;  // seq_cst: above
-    return false;
-  };
-  const unsigned others_watching = rt.watchers.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: above
-  bool watch = slot_occupied() ||
-               (others_watching == 0 && rt.idle_count.load(std::memory_order_relaxed) < rt.workers.size());  // a hint
-  if (!watch) {
-    rt.watchers.fetch_sub(1, std::memory_order_seq_cst);  // seq_cst: above; a pusher now wakes someone
-    if (slot_occupied()) {
-      rt.watchers.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: above
-      watch = true;
-    }
-  }
-  if (watch) expiry = std::min(expiry, now + (suspect ? stuck_worker_ns : watch_backoff_ns_));
+  const std::uint64_t look_again = start_watch(now);
+  const bool watch = look_again != ~0ull;  // then we count in rt.watchers until the sleep ends
+  expiry = std::min(expiry, look_again);
   parks.fetch_add(1, std::memory_order_relaxed);  // statistics
   {
     std::unique_lock<std::mutex> g(park_lock_);
