@@ -11,8 +11,8 @@
 
 #include "process.hpp"
 #include "resources.hpp"
+#include "exit_protocol.hpp"
 #include "scheduler.hpp"
-#include "signals.hpp"
 
 namespace grove::internal {
 

@@ -12,10 +12,13 @@
 #include <grove/errc.hpp>
 #include <grove/message.hpp>
 
+#include "introspection.hpp"
+
 #include "arena.hpp"
+#include "delivery.hpp"
 #include "resources.hpp"
 #include "scheduler.hpp"
-#include "signals.hpp"
+#include "signal_nodes.hpp"
 
 namespace grove::internal {
 
@@ -106,7 +109,7 @@ std::optional<process_details> process_info(pid target, std::chrono::millisecond
   if (as_process) req->requester = self->id();
   process* q = rt->table.acquire(target);
   if (!q) return std::nullopt;
-  q->mail.push(make_info_signal(req));
+  q->mail.push(make_signal<info_signal>(req));
   rt->wake(q);
   rt->table.release(q, worker_index_for(*rt));
   if (as_process) {

@@ -12,7 +12,7 @@
 //     is about to (which holds the process's control word in the RUNNING state, scheduler.cpp);
 //   - "slot" fields (the stack image) are touched only by a worker holding the process's execution
 //     stack slot (stack_slots.hpp), because an eviction may copy them out while the process is parked.
-// A process changes only its own links and monitors; the other side learns by a signal (signals.cpp).
+// A process changes only its own links and monitors; the other side learns by a signal (signal_handling.cpp).
 #pragma once
 
 #include <atomic>
@@ -94,6 +94,20 @@ struct alignas(64) process {
   std::uint32_t slot = no_slot;            // slot: bound at first run, for life
 
   grove::pid id() const noexcept { return pid::from_bits(pid_bits.load(std::memory_order_relaxed)); }
+  // The one reset of a reused PCB's per-incarnation state, by process_table::allocate before the new
+  // pid is published. What the previous incarnation's exit already emptied (mailbox, saved list,
+  // timer, stack image, function, extra) is not touched again.
+  void reset(process_kind k) noexcept {
+    kind = k;
+    ctx = context{};  // no exception state or sanitizer state from the previous process
+    parked = park_reason::none;
+    timer_armed = false;
+    trap_exit = false;
+    exiting = false;
+    budget = 0;
+    reductions = 0;
+    worker = 0;
+  }
   process_extra& ensure_extra() {
     if (!extra) extra = new process_extra();
     return *extra;

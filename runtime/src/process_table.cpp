@@ -3,6 +3,7 @@
 
 #include <new>
 
+#include "delivery.hpp"
 #include "memory.hpp"
 #include "resources.hpp"
 
@@ -100,7 +101,7 @@ process* process_table::allocate(int worker, process_kind kind) {
   p->pid_bits.store(pid::from_parts(index, serial).bits(), std::memory_order_relaxed);  // published by refs below
   p->control.store(ctl_notified, std::memory_order_relaxed);  // born queued: wakes are no-ops until its first run (scheduler.cpp)
   p->has_name.store(false, std::memory_order_relaxed);                                  // likewise
-  p->kind = kind;  // read by wake() through any pid, however the waker got it: published with the rest
+  p->reset(kind);  // kind is read by wake() through any pid, however the waker got it: published with the rest
   count_up(resources().processes);
   p->refs.store(1, std::memory_order_release);  // publishes the fields above to acquire() in other threads
   return p;

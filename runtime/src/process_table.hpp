@@ -13,7 +13,7 @@
 //     The allocator writes the new pid before publishing refs = 1 with release, so step 2 reads the
 //     right pid; a reference keeps refs > 0, so the PCB cannot be reused while it is held.
 //   - A process holds one reference on itself while alive (the "life" reference); each sender holds
-//     one while it pushes. When the last one is dropped, finalize_process() (signals.cpp) drains what
+//     one while it pushes. When the last one is dropped, finalize_process() (delivery.cpp) drains what
 //     is left in the mailbox (answering link and monitor requests with noproc, so nothing is lost) and
 //     the index goes back to a free list, with its serial bumped so old pids stay dead.
 //   - Free indices are cached per worker (no lock on the spawn path) and spill to a global list.
@@ -104,9 +104,5 @@ class process_table {
   };
   std::vector<worker_cache> caches_;
 };
-
-// Runs when a PCB's last reference is dropped (signals.cpp): empties its mailbox, answering
-// signals that arrived after the process exited.
-void finalize_process(grove::runtime::state& rt, process* p) noexcept;
 
 }  // namespace grove::internal

@@ -21,17 +21,17 @@
 #include <grove/message.hpp>
 #include <grove/process.hpp>
 
+#include "receive.hpp"
+
+#include "delivery.hpp"
+#include "exit_protocol.hpp"
 #include "scheduler.hpp"
-#include "signals.hpp"
+#include "scoped_waiter.hpp"
+#include "signal_handling.hpp"
 #include "timers.hpp"
 
 namespace grove::internal {
 
-// Blocks a scoped process's thread until woken or the deadline (0: none) passes (scoped_process.cpp).
-void wait_scoped(process* p, std::uint64_t deadline_ns);
-
-// Switches the running process back to its worker; returns when a worker resumes it (maybe
-// another one: the worker that resumes it passes itself in the transfer).
 void park_current(process* p, park_reason why) {
   worker& w = *current_runtime()->workers[p->worker];  // p->worker: set by the worker running us
   p->parked = why;
@@ -40,8 +40,8 @@ void park_current(process* p, park_reason why) {
   now_on->sched_ctx.fctx = t.fctx;  // the resuming worker's context, to switch back to next time
 }
 
-// One reduction; at the end of the slice, yield. After a yield from a send or a spawn, act on
-// signals, so a process that only sends or spawns can still be killed.
+// After a yield from a send or a spawn, act on signals, so a process that only sends or spawns can
+// still be killed.
 void charge(process* p, bool act_on_signals) {
   ++p->reductions;
   if (p->kind != process_kind::scheduled) return;

@@ -108,7 +108,8 @@
 
 #include <grove/errc.hpp>
 
-#include "signals.hpp"
+#include "delivery.hpp"
+#include "scoped_waiter.hpp"
 #include "timers.hpp"
 
 namespace grove::internal {
@@ -156,8 +157,7 @@ runtime::state::state(const runtime_config& cfg)
     : config(cfg),
       table(*this, cfg.process_limit, cfg.workers),
       slots(cfg.stack_slots, cfg.stack_bytes, cfg.workers),
-      names(table),
-      stack_slot_count(cfg.stack_slots) {
+      names(table) {
   for (unsigned i = 0; i < cfg.workers; ++i) workers.push_back(std::make_unique<worker>(*this, i));
 }
 

@@ -39,11 +39,6 @@ std::uint64_t now_ns() noexcept;
 void set_this_worker(worker* w) noexcept;
 void set_scoped_process(process* p) noexcept;
 process* scoped_process_of_thread() noexcept;
-// Wakes a scoped_process blocked in receive on its thread (scoped_process.cpp).
-void wake_scoped(process* p) noexcept;
-void destroy_scoped_waiter(scoped_waiter* w) noexcept;
-// Where a scheduled process starts running (spawn.cpp).
-void process_main(transfer t);
 
 // A send_after timer (timers.cpp).
 struct timer_entry;
@@ -154,11 +149,6 @@ struct runtime::state : std::enable_shared_from_this<runtime::state> {
   alignas(64) std::atomic<std::uint64_t> dead_letters{0};
   std::atomic<std::uint64_t> foreign_spawned{0};
   std::atomic<unsigned> timer_round_robin{0};
-
-  // Pending send_after timers (timers.cpp), for cancellation at stop.
-  std::atomic<std::size_t> pending_timers{0};
-
-  std::size_t stack_slot_count = 0;
 
   // Scheduling (scheduler.cpp).
   void schedule(internal::process* p);      // p just became NOTIFIED: put it in a queue

@@ -13,8 +13,9 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "exit_protocol.hpp"
 #include "scheduler.hpp"
-#include "signals.hpp"
+#include "scoped_waiter.hpp"
 
 namespace grove::internal {
 
@@ -58,11 +59,6 @@ scoped_process::scoped_process() {
   if (scoped_process_of_thread() != nullptr) throw error(errc::bad_argument, "scoped_process: this thread has one already");
   process* p = rt->table.allocate(-1, process_kind::scoped);
   if (!p) throw error(errc::process_limit);
-  p->ctx = context{};
-  p->trap_exit = false;
-  p->exiting = false;
-  p->reductions = 0;
-  p->worker = 0;
   try {
     p->waiter = new scoped_waiter();
   } catch (...) {

@@ -9,8 +9,8 @@
 //
 // process_main: runs the function through its entry_ops (grove/process.hpp, which catches what
 // escapes it: a return is exit reason `normal`, exit_unwind carries its reason, any other exception
-// becomes exit_reason::exception(what())). Then the exit protocol (signals.cpp), then the last switch
-// to whichever worker runs it now, never to return.
+// becomes exit_reason::exception(what())). Then the exit protocol and the last switch to whichever
+// worker runs it now, never to return (finish_process, exit_protocol.cpp).
 #include <cstdio>
 #include <typeinfo>
 
@@ -18,40 +18,25 @@
 
 #include <grove/process.hpp>
 
+#include "spawn.hpp"
+
+#include "delivery.hpp"
+#include "exit_protocol.hpp"
 #include "memory.hpp"
+#include "receive.hpp"
 #include "scheduler.hpp"
-#include "signals.hpp"
 
 namespace grove::internal {
 
-namespace {
-
-// The exit protocol, then the last switch to whichever worker runs the process now. The final switch
-// abandons this frame, so nothing here may own memory by then.
-[[noreturn]] void finish(process* p, exit_reason reason) {
-  runtime_state* rt = current_runtime();
-  exit_process(rt, p, reason);
-  reason = exit_reason();  // releases its detail now: no destructor will run for this frame
-  worker& now_on = *rt->workers[p->worker];  // maybe not the first worker: the process may have migrated
-  p->parked = park_reason::exit;
-  exit_to(now_on.sched_ctx, now_on.thread_stack, now_on.thread_eh, nullptr);
-}
-
-}  // namespace
 
 void process_main(transfer t) {
   auto* w = static_cast<worker*>(t.data);
   w->sched_ctx.fctx = t.fctx;
   process* p = w->current;
   finish_first_switch(p->ctx);
-  finish(p, p->entry->run(p->entry_fn));
+  finish_process(p, p->entry->run(p->entry_fn));
 }
 
-void abandon_process(process* p, exit_reason reason) {
-  std::fprintf(stderr, "grove: process %s swallowed its exit (%s) with catch (...) and no rethrow; it ends without unwinding the rest of its stack\n",
-               fmt::format("{}", p->id()).c_str(), reason.to_string().c_str());
-  finish(p, std::move(reason));  // moved: this frame is abandoned too
-}
 
 }  // namespace grove::internal
 
@@ -71,13 +56,7 @@ result<spawned> spawn_entry(const spawn_options& options, const entry_ops& ops, 
   process* p = rt->table.allocate(widx, process_kind::scheduled);
   if (!p) return errc::process_limit;
 
-  p->ctx = context{};  // no exception state or sanitizer state from the PCB's previous process
-  p->parked = park_reason::none;
-  p->timer_armed = false;
   p->trap_exit = options.trap_exit;
-  p->exiting = false;
-  p->reductions = 0;
-  p->budget = 0;
   try {
     void* storage = p->inline_entry;
     if (ops.size > inline_entry_bytes || ops.align > alignof(std::max_align_t)) storage = allocate_bytes(ops.size);

@@ -20,8 +20,8 @@
 
 #include <limits>
 
+#include "delivery.hpp"
 #include "resources.hpp"
-#include "signals.hpp"
 
 namespace grove::internal {
 

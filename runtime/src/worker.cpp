@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "scheduler.hpp"
-#include "signals.hpp"
+#include "spawn.hpp"
 #include "timers.hpp"
 
 namespace grove::internal {

@@ -1,0 +1,85 @@
+// delivery.cpp: how a message or a signal reaches another process.
+//
+// A sender takes a reference on the target's PCB (process_table.hpp), so the PCB cannot be reused
+// while it pushes; then:
+//   1. if the target has exited (EXITED in its control word), it answers for the target at once
+//      (answer_for_exited): a link gets exit{noproc} back, a monitor down{noproc}, a process_info
+//      request "gone", a message counts as a dead letter;
+//   2. otherwise it pushes the node into the target's inbox (mailbox.hpp) and wakes the target
+//      (scheduler.cpp, "process states"), or pushes lazily for signals that need no wake-up.
+// A target that exits between the check and the push still holds the node; when its last reference
+// is dropped, finalize_process answers it as in step 1. So nothing sent is lost: every link and
+// monitor request gets its answer, whatever the timing.
+#include "delivery.hpp"
+
+#include "introspection.hpp"
+#include "scoped_waiter.hpp"
+#include "signal_nodes.hpp"
+
+namespace grove::internal {
+
+int worker_index_for(const runtime_state& rt) noexcept {
+  worker* w = this_worker();
+  return (w && &w->rt == &rt) ? static_cast<int>(w->index) : -1;
+}
+
+bool deliver(runtime_state& rt, pid to, message_node* n, bool wake) noexcept {
+  process* q = rt.table.acquire(to);
+  if (!q) {
+    if (!n->type->is_signal) rt.dead_letters.fetch_add(1, std::memory_order_relaxed);  // statistics
+    detail::destroy_node(n);
+    return false;
+  }
+  bool delivered = true;
+  // acquire: after the exit's fetch_or. An exited process takes nothing more: answer for it now. (If
+  // it exits just after this check, finalize_process answers instead: we hold a reference.)
+  if (q->control.load(std::memory_order_acquire) & ctl_exited) {
+    answer_for_exited(rt, to, n);
+    delivered = false;
+  } else if (wake) {
+    q->mail.push(n);
+    rt.wake(q);
+  } else if (q->mail.push_lazily(n)) {
+    rt.wake(q);  // a push behind ours may have woken q before our node was linked (mailbox.hpp)
+  }
+  rt.table.release(q, worker_index_for(rt));
+  return delivered;
+}
+
+void send_exit_signal(runtime_state& rt, process* q, pid from, exit_reason reason, bool via_link) noexcept {
+  try {
+    q->mail.push(make_signal<exit_signal_node>(from, std::move(reason), via_link));
+  } catch (...) {
+    return;  // out of memory: the signal is lost
+  }
+  rt.wake(q);
+}
+
+void answer_for_exited(runtime_state& rt, pid dead, message_node* n) noexcept {
+  try {
+    if (auto* s = signal_as<link_signal>(n)) {
+      deliver(rt, s->from, make_signal<exit_signal_node>(dead, exit_reason::noproc(), true), true);
+    } else if (auto* m = signal_as<monitor_signal>(n)) {
+      deliver(rt, m->from, make_signal<down_signal>(dead, m->ref, exit_reason::noproc()), true);
+    } else if (auto* i = signal_as<info_signal>(n)) {
+      answer_info_gone(*i->request);
+    } else if (!n->type->is_signal) {
+      rt.dead_letters.fetch_add(1, std::memory_order_relaxed);  // statistics
+    }
+  } catch (...) {
+    // Out of memory: that answer is lost.
+  }
+  detail::destroy_node(n);
+}
+
+void finalize_process(runtime_state& owner, process* p) noexcept {
+  const pid self = p->id();
+  // Its own runtime, even if another one runs now.
+  while (message_node* n = p->mail.pop()) answer_for_exited(owner, self, n);
+  if (p->waiter) {
+    destroy_scoped_waiter(p->waiter);
+    p->waiter = nullptr;
+  }
+}
+
+}  // namespace grove::internal

@@ -1,0 +1,32 @@
+// delivery.hpp: putting messages and signals into another process's mailbox (design in delivery.cpp).
+#pragma once
+
+#include <grove/exit_reason.hpp>
+#include <grove/pid.hpp>
+
+#include "scheduler.hpp"
+
+namespace grove::internal {
+
+// Delivers a node (message or signal) to the process `to`, waking it if `wake`. Without `wake` (a
+// signal that can wait for the process's next run) it is pushed lazily and wakes `to` only if that is
+// needed to keep a node behind it visible (mailbox.hpp). Consumes n. False if `to` does not exist (n
+// is destroyed; a message counts as a dead letter) or has exited (answer_for_exited answers n). Any
+// thread.
+bool deliver(runtime_state& rt, pid to, message_node* n, bool wake) noexcept;
+
+// Sends an exit signal to q (the caller holds a reference on q). Any thread.
+void send_exit_signal(runtime_state& rt, process* q, pid from, exit_reason reason, bool via_link) noexcept;
+
+// What an exited process "answers" to a node that reaches it: link → exit{noproc}, monitor →
+// down{noproc}, process_info → gone, a message → a dead letter. Consumes n.
+void answer_for_exited(runtime_state& rt, pid dead, message_node* n) noexcept;
+
+// Runs when a PCB's last reference is dropped (process_table.cpp): empties its mailbox, answering
+// the signals that arrived after the process exited.
+void finalize_process(runtime_state& rt, process* p) noexcept;
+
+// The worker index to use for table bookkeeping from this thread (-1 on foreign threads).
+int worker_index_for(const runtime_state& rt) noexcept;
+
+}  // namespace grove::internal

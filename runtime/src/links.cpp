@@ -1,0 +1,112 @@
+// links.cpp: the public API of links, monitors and exit signals (grove/link.hpp). Each call changes
+// only the caller's own link set or monitor map and tells the other side by a signal
+// (signal_handling.cpp acts on it there).
+#include <fmt/format.h>
+
+#include <grove/errc.hpp>
+#include <grove/link.hpp>
+#include <grove/message.hpp>
+
+#include "delivery.hpp"
+#include "exit_protocol.hpp"
+#include "signal_handling.hpp"
+#include "signal_nodes.hpp"
+
+namespace grove {
+
+using namespace grove::internal;
+
+namespace {
+
+process* require_process() {
+  process* p = current_process();
+  if (!p) throw error(errc::not_in_process);
+  check_pending_exit(p);
+  return p;
+}
+
+runtime_state& require_runtime() {
+  runtime_state* rt = current_runtime();
+  if (!rt) throw error(errc::not_running);
+  return *rt;
+}
+
+}  // namespace
+
+void link(pid other) {
+  process* p = require_process();
+  runtime_state& rt = require_runtime();
+  if (other == p->id()) return;
+  process_extra& ex = p->ensure_extra();
+  if (ex.links.count(other)) return;
+  ex.links.insert(other);
+  if (!deliver(rt, other, make_signal<link_signal>(p->id()), false)) {
+    ex.links.erase(other);
+    if (!p->trap_exit) throw error(errc::noproc, fmt::format("link: {} does not exist", other));
+    p->mail.push(detail::make_node<exit_signal>(exit_signal{other, exit_reason::noproc()}));
+  }
+}
+
+void unlink(pid other) {
+  process* p = require_process();
+  runtime_state& rt = require_runtime();
+  if (!p->extra || p->extra->links.erase(other) == 0) return;
+  deliver(rt, other, make_signal<unlink_signal>(p->id()), false);
+}
+
+monitor_ref monitor(pid target) {
+  process* p = require_process();
+  runtime_state& rt = require_runtime();
+  std::uint64_t ref = rt.next_ref.fetch_add(1, std::memory_order_relaxed);  // uniqueness is all we need
+  p->ensure_extra().monitors.emplace(ref, target);
+  if (!deliver(rt, target, make_signal<monitor_signal>(p->id(), ref), false)) {
+    // The target is gone: the down comes at once, through the same path as any other.
+    p->mail.push(make_signal<down_signal>(target, ref, exit_reason::noproc()));
+  }
+  return monitor_ref{ref, target};
+}
+
+bool demonitor(const monitor_ref& ref, bool flush) {
+  process* p = require_process();
+  bool active = p->extra && p->extra->monitors.erase(ref.id) > 0;
+  if (active) {
+    if (runtime_state* rt = current_runtime()) deliver(*rt, ref.target, make_signal<demonitor_signal>(p->id(), ref.id), false);
+  }
+  if (flush) {
+    drain_inbox(p);  // a down already in the inbox is dropped here (the monitor is gone)
+    message_node* prev = nullptr;
+    for (message_node* n = p->saved.head(); n;) {
+      message_node* next = saved_list::next_of(n);
+      if (n->type == detail::type_id<down>() && static_cast<detail::typed_node<down>*>(n)->value.ref.id == ref.id) {
+        detail::destroy_node(p->saved.remove_after(prev));
+      } else {
+        prev = n;
+      }
+      n = next;
+    }
+  }
+  return active;
+}
+
+bool trap_exit(bool on) {
+  process* p = require_process();
+  bool old = p->trap_exit;
+  p->trap_exit = on;
+  return old;
+}
+
+void exit(pid target, exit_reason reason) {
+  runtime_state* rt = current_runtime();
+  if (!rt) return;
+  process* self = current_process();
+  process* q = rt->table.acquire(target);
+  if (!q) return;
+  send_exit_signal(*rt, q, self ? self->id() : pid(), std::move(reason), false);
+  rt->table.release(q, worker_index_for(*rt));
+  // A signal to oneself acts now: drain up to it (it is behind whatever had arrived before it).
+  if (self && self == q)
+    while (drain_inbox(self).more) {
+    }
+}
+
+}  // namespace grove

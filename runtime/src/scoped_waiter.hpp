@@ -1,0 +1,18 @@
+// scoped_waiter.hpp: how a scoped process's thread blocks and is woken (scoped_process.cpp).
+#pragma once
+
+#include <cstdint>
+
+namespace grove::internal {
+
+struct process;
+struct scoped_waiter;
+
+// Any thread: wakes the scoped process's thread if it is blocked in wait_scoped.
+void wake_scoped(process* p) noexcept;
+// Blocks the scoped process's own thread until woken or until deadline_ns (0: none) passes.
+void wait_scoped(process* p, std::uint64_t deadline_ns);
+// When the PCB's last reference is dropped.
+void destroy_scoped_waiter(scoped_waiter* w) noexcept;
+
+}  // namespace grove::internal
