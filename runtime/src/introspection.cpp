@@ -119,7 +119,13 @@ std::optional<process_details> process_info(pid target, std::chrono::millisecond
     if (!ready) return std::nullopt;
   } else {
     std::unique_lock<std::mutex> g(req->lock);
-    if (!req->cv.wait_for(g, timeout, [&] { return req->done; })) return std::nullopt;
+    const std::uint64_t deadline = deadline_after_ns(detail::timeout_ns(timeout));
+    auto done = [&] { return req->done; };
+    if (deadline == never_deadline_ns) {
+      req->cv.wait(g, done);
+    } else if (!req->cv.wait_until(g, steady_time(deadline), done)) {
+      return std::nullopt;
+    }
   }
   std::lock_guard<std::mutex> g(req->lock);
   return req->details;

@@ -108,8 +108,8 @@ matched receive_node(match_fn match, void* matcher, std::int64_t timeout_ns) {
   process* p = current_process();
   if (!p) throw error(errc::not_in_process);
   if (p->exiting) check_pending_exit(p);
-  const bool forever = timeout_ns < 0;
-  const std::uint64_t deadline = forever ? 0 : now_ns() + static_cast<std::uint64_t>(timeout_ns);
+  const std::uint64_t deadline = deadline_after_ns(timeout_ns);
+  const bool forever = deadline == never_deadline_ns;  // arms no timer
   disarm_on_return disarm{p};
   message_node* prev = nullptr;  // the last message this call has rejected (scan cursor)
   message_node* cur = p->saved.head();
@@ -132,7 +132,7 @@ matched receive_node(match_fn match, void* matcher, std::int64_t timeout_ns) {
       }
     }
     if (!forever && (timeout_ns == 0 || now_ns() >= deadline)) return {nullptr, -1};
-    wait_for_wake(p, deadline);
+    wait_for_wake(p, forever ? 0 : deadline);
   }
 }
 
@@ -173,17 +173,12 @@ bool is_alive(pid id) noexcept {
   return alive;
 }
 
-void sleep_for(std::chrono::nanoseconds d) {
-  auto ns = d.count() < 0 ? 0 : d.count();
-  if (ns == 0) {
+void detail::sleep_ns(std::int64_t timeout_ns) {
+  if (timeout_ns <= 0) {
     yield();
     return;
   }
-  detail::receive_node(&match_nothing, nullptr, ns);
-}
-
-void sleep_until(std::chrono::steady_clock::time_point t) {
-  sleep_for(std::chrono::duration_cast<std::chrono::nanoseconds>(t - std::chrono::steady_clock::now()));
+  detail::receive_node(&match_nothing, nullptr, timeout_ns);
 }
 
 }  // namespace grove

@@ -142,11 +142,6 @@ runtime_state* current_runtime() noexcept {
   return g_running.load(std::memory_order_acquire);  // pairs with the release in runtime's constructor
 }
 
-std::uint64_t now_ns() noexcept {
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
-}
-
 }  // namespace grove::internal
 
 namespace grove {
@@ -299,14 +294,15 @@ const runtime_config& runtime::config() const noexcept { return state_->config; 
 
 namespace {
 
-// Waits until no scheduled process is alive or the deadline passes.
-bool wait_for_exits(runtime_state& rt, std::chrono::steady_clock::time_point deadline) {
+// Waits until no scheduled process is alive or the deadline (steady-clock ns, clock.hpp) passes.
+bool wait_for_exits(runtime_state& rt, std::uint64_t deadline_ns) {
   auto scheduled_live = [&] { return rt.table.live() - rt.scoped_live.load(std::memory_order_relaxed); };
   std::unique_lock<std::mutex> g(rt.exits_lock);
   while (scheduled_live() > 0) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
+    const std::uint64_t now = now_ns();
+    if (now >= deadline_ns) return false;
     // Bounded wait: process_exited notifies, and the bound covers a notify between check and wait.
-    rt.exits_cv.wait_until(g, std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
+    rt.exits_cv.wait_until(g, steady_time(std::min(deadline_ns, now + 50'000'000)));
   }
   return true;
 }
@@ -332,7 +328,7 @@ std::size_t signal_every_process(runtime_state& rt, const exit_reason& reason) {
 bool runtime::wait_until_idle(std::chrono::milliseconds timeout) {
   if (!state_) return true;
   state_->stopper_waiting.store(true, std::memory_order_release);  // pairs with process_exited
-  return wait_for_exits(*state_, std::chrono::steady_clock::now() + timeout);
+  return wait_for_exits(*state_, deadline_after_ns(detail::timeout_ns(timeout)));
 }
 
 stop_report runtime::stop(std::chrono::milliseconds deadline) {
@@ -345,10 +341,10 @@ stop_report runtime::stop(std::chrono::milliseconds deadline) {
 
   // 1-2. exit(shutdown) to everyone, then wait.
   const std::size_t signalled = signal_every_process(rt, exit_reason::shutdown());
-  if (!wait_for_exits(rt, std::chrono::steady_clock::now() + deadline)) {
+  if (!wait_for_exits(rt, deadline_after_ns(detail::timeout_ns(deadline)))) {
     // 3. kill the rest; they unwind at their next runtime call.
     report.killed = signal_every_process(rt, exit_reason::kill());
-    while (!wait_for_exits(rt, std::chrono::steady_clock::now() + std::chrono::seconds(5))) {
+    while (!wait_for_exits(rt, deadline_after_ns(5'000'000'000))) {
       std::size_t stuck = rt.table.live() - rt.scoped_live.load(std::memory_order_relaxed);
       std::fprintf(stderr, "grove: stop: %zu process(es) ignore kill (running without reaching a runtime call)\n", stuck);
       report.clean = false;

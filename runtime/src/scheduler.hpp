@@ -12,6 +12,7 @@
 
 #include <grove/runtime.hpp>
 
+#include "clock.hpp"
 #include "context.hpp"
 #include "inject_queue.hpp"
 #include "process.hpp"
@@ -35,13 +36,9 @@ worker* this_worker() noexcept;
 process* current_process() noexcept;
 // The running runtime, or nullptr.
 runtime_state* current_runtime() noexcept;
-std::uint64_t now_ns() noexcept;
 void set_this_worker(worker* w) noexcept;
 void set_scoped_process(process* p) noexcept;
 process* scoped_process_of_thread() noexcept;
-
-// A send_after timer (timers.cpp).
-struct timer_entry;
 
 class worker {
  public:

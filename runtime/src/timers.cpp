@@ -133,7 +133,7 @@ timer_ref send_after_node(pid to, message_node* n, std::int64_t delay_ns) {
   bool foreign = !(here && &here->rt == rt);
   worker& w = foreign ? *rt->workers[rt->timer_round_robin.fetch_add(1, std::memory_order_relaxed) % rt->workers.size()]
                       : *here;
-  std::uint64_t deadline = now_ns() + static_cast<std::uint64_t>(delay_ns);
+  std::uint64_t deadline = deadline_after_ns(delay_ns);  // never: stays in the wheel, unfired, until cancelled
   t->worker = static_cast<std::uint16_t>(w.index);
   {
     std::lock_guard<std::mutex> g(w.wheel_lock);

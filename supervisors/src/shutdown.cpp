@@ -116,10 +116,11 @@ std::vector<exit_reason> stop_processes(const std::vector<pid>& pids, shutdown_p
     exit_reasons[i] = std::move(e.reason);
     return false;
   };
-  // false: wait for ever (infinity, after the kill, or a timeout so long that it is infinity)
-  bool timed = policy.what() == shutdown_policy::kind::timeout &&
-               policy.time() < std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::hours(24 * 365 * 100));
-  const auto deadline = std::chrono::steady_clock::now() + (timed ? policy.time() : std::chrono::milliseconds(0));
+  // false: wait for ever (infinity, after the kill, or a timeout too long to represent)
+  bool timed = policy.what() == shutdown_policy::kind::timeout && !grove::is_forever(policy.time());
+  const auto start = std::chrono::steady_clock::now();
+  const auto room = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::time_point::max() - start);
+  const auto deadline = start + (timed ? std::min(policy.time(), room) : std::chrono::milliseconds(0));
   while (remaining > 0) {
     if (timed) {
       bool expired = receive(when(is_ours, take_down), when(from_child, take_exit),

@@ -25,10 +25,8 @@ using internal::relayed_reply;
 using internal::reply;
 using internal::request;
 
-// Timeouts this long are waits for ever (and would overflow as nanoseconds): as good as infinity.
-bool is_infinite(std::chrono::milliseconds t) {
-  return t >= std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::hours(24 * 365 * 100));
-}
+// infinity, or a timeout too long to represent (grove/duration.hpp): no relay, no after clause.
+bool is_infinite(std::chrono::milliseconds t) { return grove::is_forever(t); }
 
 struct start_result {
   result<grove::pid> started;

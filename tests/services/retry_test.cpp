@@ -39,6 +39,14 @@ TEST_CASE("a deadline's time left shrinks, is zero once passed, and never has no
   CHECK(!svc::deadline::never().has_passed());
   CHECK(svc::deadline().is_never());
   CHECK(svc::deadline::after(std::chrono::hours::max()).is_never());
+  CHECK(svc::deadline::after(std::chrono::milliseconds::max()).is_never());
+  CHECK(svc::deadline::after(grove::forever).is_never());
+  CHECK(svc::deadline::after(std::chrono::hours(24 * 365 * 1000)).is_never());
+  CHECK(svc::deadline::after(std::chrono::duration<double>(1.0 / 0.0)).is_never());
+  CHECK(svc::deadline::after(std::chrono::milliseconds::min()).has_passed());
+  CHECK(svc::deadline::after(std::chrono::duration<double>(-1.0 / 0.0)).has_passed());
+  CHECK(svc::deadline::after(0ms).has_passed());
+  CHECK(!svc::deadline::after(std::chrono::hours(24 * 365 * 100)).is_never());  // far, but a real time
 }
 
 TEST_CASE("earliest and sooner never extend a deadline") {

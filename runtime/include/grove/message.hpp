@@ -24,6 +24,7 @@
 #include <utility>
 
 #include <grove/detail/message_node.hpp>
+#include <grove/duration.hpp>
 #include <grove/errc.hpp>
 #include <grove/pid.hpp>
 
@@ -51,13 +52,13 @@ void send_node_to_alias(const alias& to, message_node* n);  // consumes n
 bool send_node_to_name(std::string_view name, message_node* n);  // consumes n; false: no such name
 
 using match_fn = int (*)(void* matcher, const message_node* n);
-inline constexpr std::int64_t wait_forever = -1;
+inline constexpr std::int64_t wait_forever = never_ns;
 struct matched {
   message_node* node;  // removed from the mailbox; nullptr on timeout
   int handler;
 };
 // Scans the caller's mailbox, oldest first, for a message match() accepts (it returns a handler's
-// index, or -1), waiting up to timeout_ns (0 polls, wait_forever waits). Throws
+// index, or -1), waiting up to timeout_ns (0 polls, wait_forever waits: see grove/duration.hpp). Throws
 // grove::error(errc::not_in_process) outside a process; unwinds the process if an exit signal kills it.
 matched receive_node(match_fn match, void* matcher, std::int64_t timeout_ns);
 }  // namespace detail
@@ -252,11 +253,11 @@ detail::guarded<std::decay_t<G>, std::decay_t<F>> when(G&& guard, F&& handler) {
 }
 
 // The timeout clause of receive: runs `handler` if nothing matched within `timeout` (measured from
-// the call to receive). A negative timeout counts as 0 (poll).
+// the call to receive). Zero or negative polls; a timeout too long to represent (milliseconds::max(),
+// grove::forever) waits for ever (grove/duration.hpp).
 template <class Rep, class Period, class F>
 detail::after_clause<std::decay_t<F>> after(std::chrono::duration<Rep, Period> timeout, F&& handler) {
-  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count();
-  return {ns < 0 ? 0 : static_cast<std::int64_t>(ns), std::forward<F>(handler)};
+  return {detail::timeout_ns(timeout), std::forward<F>(handler)};
 }
 template <class Rep, class Period>
 auto after(std::chrono::duration<Rep, Period> timeout) {

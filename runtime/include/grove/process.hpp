@@ -20,6 +20,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <grove/duration.hpp>
 #include <grove/errc.hpp>
 #include <grove/exit_reason.hpp>
 #include <grove/link.hpp>
@@ -46,6 +47,8 @@ namespace detail {
 struct exit_unwind {
   exit_reason reason;
 };
+// sleep_for's body: timeout_ns as grove/duration.hpp makes it.
+void sleep_ns(std::int64_t timeout_ns);
 // grove::exit's checks and bookkeeping before the throw: throws grove::error outside a scheduled
 // process; marks the calling process as exiting with `reason`.
 void begin_exit(const exit_reason& reason);
@@ -141,8 +144,16 @@ void yield();
 // Whether `p` names a live process (it may exit the next moment).
 bool is_alive(pid p) noexcept;
 // Blocks the calling process (messages stay in the mailbox; exit signals still act). On a foreign
-// thread with a scoped_process it blocks the thread.
-void sleep_for(std::chrono::nanoseconds d);
-void sleep_until(std::chrono::steady_clock::time_point t);
+// thread with a scoped_process it blocks the thread. Zero or negative yields; a duration too long to
+// represent (seconds::max(), grove::forever) sleeps until the process is ended (grove/duration.hpp).
+template <class Rep, class Period>
+void sleep_for(std::chrono::duration<Rep, Period> d) {
+  detail::sleep_ns(detail::timeout_ns(d));
+}
+template <class Clock, class Duration>
+void sleep_until(std::chrono::time_point<Clock, Duration> t) {
+  const auto now = Clock::now();
+  sleep_for(t > now ? t - now : Duration::zero());  // t - now cannot overflow once t > now
+}
 
 }  // namespace grove

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include <grove/detail/message_node.hpp>
+#include <grove/duration.hpp>
 #include <grove/pid.hpp>
 
 namespace grove {
@@ -37,11 +38,12 @@ timer_ref send_after_node(pid to, message_node* n, std::int64_t delay_ns);  // c
 }
 
 // Sends `msg` to `to` after `delay` (a send to a dead pid then is a counted no-op, like any send).
-// Throws grove::error(errc::not_running) without a runtime.
+// Zero or negative: at the next timer tick; too long to represent (hours::max(), grove::forever): a
+// timer that never fires but can be cancelled (grove/duration.hpp). Throws
+// grove::error(errc::not_running) without a runtime.
 template <class T, class Rep, class Period>
 timer_ref send_after(pid to, T&& msg, std::chrono::duration<Rep, Period> delay) {
-  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(delay).count();
-  return detail::send_after_node(to, detail::make_node<std::decay_t<T>>(std::forward<T>(msg)), ns < 0 ? 0 : ns);
+  return detail::send_after_node(to, detail::make_node<std::decay_t<T>>(std::forward<T>(msg)), detail::timeout_ns(delay));
 }
 
 // Cancels the timer: true if it had not fired (its message is destroyed undelivered), false if it

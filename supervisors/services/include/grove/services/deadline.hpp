@@ -13,6 +13,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+
+#include <grove/duration.hpp>
 
 namespace grove::services {
 
@@ -24,13 +27,16 @@ class deadline {
   constexpr deadline() noexcept = default;
   static constexpr deadline never() noexcept { return deadline(); }
   static constexpr deadline at(clock::time_point t) noexcept { return deadline(t); }
-  // `d` from now (a negative or zero d: already passed).
+  // `d` from now (a negative or zero d: already passed; one too long to represent, such as
+  // milliseconds::max() or grove::forever: never, as grove/duration.hpp reads every duration).
   template <class Rep, class Period>
   static deadline after(std::chrono::duration<Rep, Period> d) noexcept {
+    const std::int64_t ns = grove::detail::timeout_ns(d);
+    if (ns == grove::detail::never_ns) return never();
     const auto now = clock::now();
-    const auto left = clock::time_point::max() - now;
-    if (d >= std::chrono::duration_cast<std::chrono::duration<Rep, Period>>(left)) return never();
-    return deadline(now + std::chrono::duration_cast<clock::duration>(d));
+    const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(clock::time_point::max() - now);
+    if (ns >= left.count()) return never();
+    return deadline(now + std::chrono::duration_cast<clock::duration>(std::chrono::nanoseconds(ns)));
   }
 
   constexpr bool is_never() const noexcept { return when_ == clock::time_point::max(); }
