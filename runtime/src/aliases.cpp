@@ -17,7 +17,7 @@ using namespace grove::internal;
 alias make_alias() {
   process* p = current_process();
   if (!p) throw error(errc::not_in_process);
-  check_pending_exit(p);
+  before_runtime_call(p, false);
   runtime_state* rt = current_runtime();
   if (!rt) throw error(errc::not_running);
   std::uint64_t id = rt->next_ref.fetch_add(1, std::memory_order_relaxed);  // uniqueness is all we need
@@ -28,7 +28,7 @@ alias make_alias() {
 bool unalias(const alias& a) {
   process* p = current_process();
   if (!p) throw error(errc::not_in_process);
-  check_pending_exit(p);
+  before_runtime_call(p, false);
   return a.owner == p->id() && p->extra && p->extra->aliases.erase(a.id) > 0;
 }
 
@@ -39,9 +39,18 @@ void send_node_to_alias(const alias& to, message_node* n) {
     destroy_node(n);
     return;
   }
+  process* self = current_process();
+  if (self) {
+    try {
+      before_runtime_call(self, false);  // a send after a kill has arrived is never delivered
+    } catch (...) {
+      destroy_node(n);
+      throw;
+    }
+  }
   // The wrapper owns n from here: if allocating it throws, n is freed with it.
   deliver(*rt, to.owner, make_signal<alias_delivery>(to.id, n), true);
-  if (process* self = current_process()) charge(self, true);
+  if (self) charge(self, true);
 }
 }  // namespace detail
 

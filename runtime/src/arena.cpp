@@ -1,13 +1,14 @@
 // arena.cpp: see arena.hpp.
 #include "arena.hpp"
 
-#include <cstdio>
+#include <exception>
 #include <new>
 
 #include <fmt/format.h>
 
 #include <grove/arena.hpp>
 #include <grove/errc.hpp>
+#include <grove/logger.hpp>
 
 #include "process.hpp"
 #include "resources.hpp"
@@ -28,11 +29,16 @@ process_arena::~process_arena() {
 }
 
 void* process_arena::counting_upstream::do_allocate(std::size_t bytes, std::size_t align) {
-  if (limit != 0 && held + bytes > limit) {
+  if (limit != 0 && held + bytes > limit && !owner->exiting) {
     // BEAM's max_heap_size: the process is killed, untrappably, and the kill is reported.
     std::string text = fmt::format("arena limit of {} bytes exceeded (holds {}, asked for {} more)", limit, held, bytes);
-    std::fprintf(stderr, "grove: process %s killed: %s\n", fmt::format("{}", owner->id()).c_str(), text.c_str());
-    die(owner, exit_reason::max_heap_size(std::move(text)));
+    exit_reason reason = exit_reason::max_heap_size(text);
+    log(log_event{log_level::error, log_kind::max_heap_size, owner->id(), {}, reason,
+                  fmt::format("grove: process {} killed: {}", owner->id(), text)});
+    mark_exiting(owner, reason);
+    // Raised now, unless another exception is unwinding the stack (a destructor allocates): then
+    // this allocation is served and the exit is raised after (exit_protocol.cpp).
+    if (std::uncaught_exceptions() == 0) raise_exit(owner);
   }
   void* p = ::operator new(bytes, std::align_val_t(align));
   held += bytes;
@@ -59,6 +65,7 @@ using namespace grove::internal;
 std::pmr::memory_resource& arena() {
   process* p = current_process();
   if (!p) throw error(errc::not_in_process);
+  before_runtime_call(p, false);
   process_extra& ex = p->ensure_extra();
   if (!ex.arena) ex.arena = new process_arena(p, ex.max_heap_bytes);
   return *ex.arena;

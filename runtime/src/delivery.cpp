@@ -47,18 +47,31 @@ bool deliver(runtime_state& rt, pid to, message_node* n, bool wake) noexcept {
 }
 
 void send_exit_signal(runtime_state& rt, process* q, pid from, exit_reason reason, bool via_link) noexcept {
+  message_node* n = nullptr;
   try {
-    q->mail.push(make_signal<exit_signal_node>(from, std::move(reason), via_link));
+    n = make_signal<exit_signal_node>(from, std::move(reason), via_link);
   } catch (...) {
     return;  // out of memory: the signal is lost
   }
+  // Counted before the push, so the count is never below the signals in the inbox. relaxed: the
+  // process only needs to see it eventually (at a later runtime call); the push orders the node.
+  q->exit_signals.fetch_add(1, std::memory_order_relaxed);
+  q->mail.push(n);
   rt.wake(q);
+}
+
+void deliver_exit_signal(runtime_state& rt, pid to, pid from, exit_reason reason, bool via_link) noexcept {
+  process* q = rt.table.acquire(to);
+  if (!q) return;
+  // acquire: after the exit's fetch_or. An exited process ignores exit signals: nothing to answer.
+  if (!(q->control.load(std::memory_order_acquire) & ctl_exited)) send_exit_signal(rt, q, from, std::move(reason), via_link);
+  rt.table.release(q, worker_index_for(rt));
 }
 
 void answer_for_exited(runtime_state& rt, pid dead, message_node* n) noexcept {
   try {
     if (auto* s = signal_as<link_signal>(n)) {
-      deliver(rt, s->from, make_signal<exit_signal_node>(dead, exit_reason::noproc(), true), true);
+      deliver_exit_signal(rt, s->from, dead, exit_reason::noproc(), true);
     } else if (auto* m = signal_as<monitor_signal>(n)) {
       deliver(rt, m->from, make_signal<down_signal>(dead, m->ref, exit_reason::noproc()), true);
     } else if (auto* i = signal_as<info_signal>(n)) {

@@ -15,8 +15,11 @@ namespace grove::internal {
 // thread.
 bool deliver(runtime_state& rt, pid to, message_node* n, bool wake) noexcept;
 
-// Sends an exit signal to q (the caller holds a reference on q). Any thread.
+// Sends an exit signal to q (the caller holds a reference on q), counting it in q->exit_signals
+// first (exit_protocol.cpp, "busy processes"). Any thread.
 void send_exit_signal(runtime_state& rt, process* q, pid from, exit_reason reason, bool via_link) noexcept;
+// The same to a pid: a no-op if `to` does not exist or has exited.
+void deliver_exit_signal(runtime_state& rt, pid to, pid from, exit_reason reason, bool via_link) noexcept;
 
 // What an exited process "answers" to a node that reaches it: link → exit{noproc}, monitor →
 // down{noproc}, process_info → gone, a message → a dead letter. Consumes n.

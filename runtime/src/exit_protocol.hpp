@@ -7,31 +7,40 @@
 
 namespace grove::internal {
 
-// Marks p as ending with `reason`, which check_pending_exit reads back if p swallows its exit_unwind.
+// Marks p as ending with `reason` (an exit is decided; exit_protocol.cpp, "decided exits").
 inline void mark_exiting(process* p, const exit_reason& reason) {
   p->exiting = true;
   p->ensure_extra().reason = reason;
 }
 
-// Ends p with reason from inside it: throws exit_unwind (for a scoped process: exits it at once and
-// throws grove::error(errc::noproc), since a foreign thread cannot be unwound by Grove).
+// Throws p's decided exit: exit_unwind for a scheduled process; for a scoped process (a foreign
+// thread Grove cannot unwind) it runs the exit protocol at once and throws grove::error(errc::noproc).
+[[noreturn]] void raise_exit(process* p);
+
+// mark_exiting, then raise_exit.
 [[noreturn]] void die(process* p, exit_reason reason);
 
-// Process context: if p is exiting (it swallowed exit_unwind), throws it again — unless the stack
-// is already unwinding, where a second exception would terminate the program.
-void check_pending_exit(process* p);
+// Process context, first thing in every runtime call: acts on exit signals that arrived while the
+// process ran without calling the runtime, and raises again an exit the process swallowed
+// (exit_protocol.cpp, "busy processes" and "swallowed exits"). One relaxed load and a branch when
+// there is nothing to do. `blocking`: the call may park (receive, sleep, yield), so it raises the
+// exit even inside a catch block that is handling it.
+void act_on_exit(process* p, bool blocking);
+inline void before_runtime_call(process* p, bool blocking) {
+  // relaxed: a signal still being pushed is seen at a later call; the drain's acquire loads order
+  // the signal's contents
+  if (p->exit_signals.load(std::memory_order_relaxed) != 0 || p->exiting) [[unlikely]] act_on_exit(p, blocking);
+}
 
 // The exit protocol, run by the exiting process itself (exit_protocol.cpp): tell links and monitors,
 // drop the name, release the arena and the function. Never throws. rt is null for a scoped process
 // whose runtime has stopped.
 void exit_process(runtime_state* rt, process* p, const exit_reason& reason) noexcept;
 
-// A scheduled process's last act, on its own stack: the exit protocol, then the final switch to the
-// worker running it. The stack is abandoned, so nothing on it may own memory by then.
-[[noreturn]] void finish_process(process* p, exit_reason reason);
-
-// Ends p without unwinding its stack (it swallowed its exit_unwind): reports it on stderr, runs the
-// exit protocol and switches away for good.
-[[noreturn]] void abandon_process(process* p, exit_reason reason);
+// A scheduled process's last act, on its own stack, when its function has returned `returned` (or
+// an exception or exit_unwind ended it with that reason): settles the reason (a decided exit, or an
+// exit signal that arrived while it ran, wins), runs the exit protocol, and switches to the worker
+// running it for good. The stack is abandoned, so nothing on it may own memory by then.
+[[noreturn]] void finish_process(process* p, exit_reason returned);
 
 }  // namespace grove::internal

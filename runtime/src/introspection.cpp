@@ -16,6 +16,7 @@
 
 #include "arena.hpp"
 #include "delivery.hpp"
+#include "exit_protocol.hpp"
 #include "resources.hpp"
 #include "scheduler.hpp"
 #include "signal_nodes.hpp"
@@ -102,6 +103,7 @@ std::optional<process_details> process_info(pid target, std::chrono::millisecond
   runtime_state* rt = current_runtime();
   if (!rt) return std::nullopt;
   process* self = current_process();
+  if (self) before_runtime_call(self, true);
   if (self && self->id() == target) return details_of(self);
   auto req = std::make_shared<info_request>();
   req->id = rt->next_ref.fetch_add(1, std::memory_order_relaxed);  // uniqueness is all we need

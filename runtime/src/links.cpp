@@ -21,7 +21,7 @@ namespace {
 process* require_process() {
   process* p = current_process();
   if (!p) throw error(errc::not_in_process);
-  check_pending_exit(p);
+  before_runtime_call(p, false);
   return p;
 }
 
@@ -89,7 +89,11 @@ bool demonitor(const monitor_ref& ref, bool flush) {
 }
 
 bool trap_exit(bool on) {
-  process* p = require_process();
+  process* p = current_process();
+  if (!p) throw error(errc::not_in_process);
+  // Not before_runtime_call: the exit signals not yet acted on are handled by the new setting, so a
+  // process that traps exits first thing traps every exit signal, however early (grove/link.hpp).
+  if (p->exiting) act_on_exit(p, false);
   bool old = p->trap_exit;
   p->trap_exit = on;
   return old;
@@ -99,6 +103,7 @@ void exit(pid target, exit_reason reason) {
   runtime_state* rt = current_runtime();
   if (!rt) return;
   process* self = current_process();
+  if (self) before_runtime_call(self, false);
   process* q = rt->table.acquire(target);
   if (!q) return;
   send_exit_signal(*rt, q, self ? self->id() : pid(), std::move(reason), false);

@@ -54,6 +54,9 @@ struct process_extra {
   std::unordered_map<std::uint64_t, pid> monitored_by;  // owner: monitors on it (ref id → watcher)
   std::unordered_set<std::uint64_t> aliases;            // owner: its active aliases
   exit_reason reason;                                   // owner: why it is exiting (valid once exiting)
+  std::uint8_t exit_raises = 0;                         // owner: exit_unwinds thrown for that exit
+  std::uint8_t exit_swallows = 0;                       // owner: times it was found swallowed (exit_protocol.cpp)
+  bool exit_by_signal = false;                          // owner: an exit signal decided the exit
   process_arena* arena = nullptr;                       // owner
   std::size_t max_heap_bytes = 0;                       // owner
 };
@@ -65,6 +68,9 @@ struct alignas(64) process {
   std::atomic<std::uint32_t> control{0};   // shared: scheduler.cpp, "process states"
   inbox mail;                              // shared: any thread pushes; the owner pops
   std::atomic<bool> has_name{false};       // shared: set under the registry lock; read at exit
+  // shared: exit signals sent to it and not yet acted on (exit_protocol.cpp, "busy processes");
+  // senders add before they push, the process subtracts as it acts on each one.
+  std::atomic<std::uint32_t> exit_signals{0};
 
   // ---- owner ----
   saved_list saved;                        // owner: received, not yet matched
@@ -77,7 +83,8 @@ struct alignas(64) process {
   park_reason parked = park_reason::none;  // owner: set just before switching to the worker
   bool started = false;                    // owner: its context exists
   bool trap_exit = false;                  // owner
-  bool exiting = false;                    // owner: an exit is under way (unwinding or cleaning up)
+  bool exiting = false;                    // owner: an exit is decided (unwinding, or in the exit protocol)
+  bool in_exit_protocol = false;           // owner: exit_process runs: its runtime calls must not raise the exit again
   std::uint32_t budget = 0;                // owner: reductions left in this time slice
   std::uint64_t reductions = 0;            // owner: sends and receives so far
   const detail::entry_ops* entry = nullptr;// owner: its function (nullptr once destroyed)
@@ -104,6 +111,8 @@ struct alignas(64) process {
     timer_armed = false;
     trap_exit = false;
     exiting = false;
+    in_exit_protocol = false;
+    exit_signals.store(0, std::memory_order_relaxed);  // published with the pid (process_table::allocate)
     budget = 0;
     reductions = 0;
     worker = 0;

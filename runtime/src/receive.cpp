@@ -89,8 +89,17 @@ void send_node(pid to, message_node* n) {
     destroy_node(n);
     return;
   }
+  process* self = current_process();
+  if (self) {
+    try {
+      before_runtime_call(self, false);  // a send after a kill has arrived is never delivered
+    } catch (...) {
+      destroy_node(n);
+      throw;
+    }
+  }
   deliver(*rt, to, n, true);  // a dead target counts a dead letter there
-  if (process* self = current_process()) charge(self, true);
+  if (self) charge(self, true);
 }
 
 bool send_node_to_name(std::string_view name, message_node* n) {
@@ -107,7 +116,7 @@ bool send_node_to_name(std::string_view name, message_node* n) {
 matched receive_node(match_fn match, void* matcher, std::int64_t timeout_ns) {
   process* p = current_process();
   if (!p) throw error(errc::not_in_process);
-  if (p->exiting) check_pending_exit(p);
+  before_runtime_call(p, true);
   const std::uint64_t deadline = deadline_after_ns(timeout_ns);
   const bool forever = deadline == never_deadline_ns;  // arms no timer
   disarm_on_return disarm{p};
@@ -146,7 +155,7 @@ pid self() noexcept {
 void yield() {
   process* p = current_process();
   if (!p) throw error(errc::not_in_process);
-  check_pending_exit(p);
+  before_runtime_call(p, true);
   if (p->kind == process_kind::scoped) {
     std::this_thread::yield();
     return;
@@ -155,12 +164,20 @@ void yield() {
   drain_inbox(p);
 }
 
-void detail::begin_exit(const exit_reason& reason) {
+exit_unwind detail::begin_exit(exit_reason reason) {
   process* p = current_process();
   if (!p) throw error(errc::not_in_process);
   if (p->kind == process_kind::scoped)
     throw error(errc::bad_argument, "grove::exit(reason) ends a Grove process; a scoped_process ends when destroyed");
-  mark_exiting(p, reason);
+  // An exit signal that arrived while the process computed came first, and wins (exit_protocol.cpp).
+  // relaxed: as in before_runtime_call.
+  while (!p->exiting && p->exit_signals.load(std::memory_order_relaxed) != 0 && drain_inbox(p, false).more) {
+  }
+  const bool self = !p->exiting;
+  if (self) mark_exiting(p, reason);
+  process_extra& ex = p->ensure_extra();
+  if (ex.exit_raises < 255) ++ex.exit_raises;
+  return exit_unwind{ex.reason, self};
 }
 
 bool is_alive(pid id) noexcept {

@@ -16,6 +16,7 @@
 #include "exit_protocol.hpp"
 #include "scheduler.hpp"
 #include "scoped_waiter.hpp"
+#include "signal_handling.hpp"
 
 namespace grove::internal {
 
@@ -77,7 +78,12 @@ scoped_process::scoped_process() {
 scoped_process::~scoped_process() {
   auto* p = static_cast<process*>(process_);
   auto* rt = static_cast<runtime_state*>(runtime_.get());
-  if (!(p->control.load(std::memory_order_acquire) & ctl_exited)) exit_process(rt, p, reason_);  // acquire: after die()
+  if (!(p->control.load(std::memory_order_acquire) & ctl_exited)) {  // acquire: after raise_exit's protocol
+    // An exit signal that arrived while the thread was elsewhere came first, and wins (exit_protocol.cpp).
+    while (!p->exiting && p->exit_signals.load(std::memory_order_relaxed) != 0 && drain_inbox(p, false).more) {
+    }
+    exit_process(rt, p, p->exiting && p->extra ? p->extra->reason : reason_);
+  }
   set_scoped_process(nullptr);
   rt->table.release(p, -1);  // the life reference
 }

@@ -20,6 +20,8 @@
 //   alias{id, message}    queue the message if alias `id` is still active, else drop it
 #include "signal_handling.hpp"
 
+#include <exception>
+
 #include <grove/link.hpp>
 
 #include "exit_protocol.hpp"
@@ -31,61 +33,73 @@ namespace grove::internal {
 
 namespace {
 
-// Acts on one signal (consumes it). True if it queued a message for the process.
-bool handle_signal(process* p, message_node* n) {
+enum class effect { none, queued, dies };
+
+// Acts on one signal (consumes it). An exit that ends the process is marked (mark_exiting), not
+// raised: the caller decides whether it may throw now.
+effect handle_signal(process* p, message_node* n) {
   detail::node_owner owner(n);
   if (auto* s = signal_as<link_signal>(n)) {
     p->ensure_extra().links.insert(s->from);
-    return false;
+    return effect::none;
   }
   if (auto* s = signal_as<unlink_signal>(n)) {
     if (p->extra) p->extra->links.erase(s->from);
-    return false;
+    return effect::none;
   }
   if (auto* s = signal_as<monitor_signal>(n)) {
     p->ensure_extra().monitored_by.emplace(s->ref, s->from);
-    return false;
+    return effect::none;
   }
   if (auto* s = signal_as<demonitor_signal>(n)) {
     if (p->extra) p->extra->monitored_by.erase(s->ref);
-    return false;
+    return effect::none;
   }
   if (auto* s = signal_as<down_signal>(n)) {
-    if (p->exiting || !p->extra || p->extra->monitors.erase(s->ref) == 0) return false;
+    if (p->exiting || !p->extra || p->extra->monitors.erase(s->ref) == 0) return effect::none;
     p->saved.append(detail::make_node<down>(down{monitor_ref{s->ref, s->from}, s->from, std::move(s->reason)}));
-    return true;
+    return effect::queued;
   }
   if (auto* s = signal_as<info_signal>(n)) {
     answer_info(p, *s->request);
-    return false;
+    return effect::none;
   }
   if (auto* s = signal_as<alias_delivery>(n)) {
-    if (p->exiting || !p->extra || p->extra->aliases.count(s->alias) == 0) return false;  // inactive: dropped
+    if (p->exiting || !p->extra || p->extra->aliases.count(s->alias) == 0) return effect::none;  // inactive: dropped
     p->saved.append(std::exchange(s->message, nullptr));
-    return true;
+    return effect::queued;
   }
   if (auto* s = signal_as<exit_signal_node>(n)) {
-    if (p->exiting) return false;  // already on its way out
-    if (!s->via_link && s->reason.is_kill()) die(p, exit_reason::killed());
+    p->exit_signals.fetch_sub(1, std::memory_order_relaxed);  // a count only; the node itself was acquired by pop
+    if (p->exiting) return effect::none;  // already on its way out
+    if (!s->via_link && s->reason.is_kill()) {
+      mark_exiting(p, exit_reason::killed());
+      p->extra->exit_by_signal = true;
+      return effect::dies;
+    }
     if (s->via_link) {
-      if (!p->extra || p->extra->links.erase(s->from) == 0) return false;  // unlinked meanwhile
+      if (!p->extra || p->extra->links.erase(s->from) == 0) return effect::none;  // unlinked meanwhile
     }
     if (p->trap_exit) {
       p->saved.append(detail::make_node<exit_signal>(exit_signal{s->from, std::move(s->reason)}));
-      return true;
+      return effect::queued;
     }
     if (s->reason.is_normal()) {
-      if (!s->via_link && s->from == p->id()) die(p, exit_reason::normal());
-      return false;
+      if (s->via_link || s->from != p->id()) return effect::none;
+      mark_exiting(p, exit_reason::normal());  // its own exit(self(), normal)
+      p->extra->exit_by_signal = true;
+      return effect::dies;
     }
-    die(p, std::move(s->reason));
+    mark_exiting(p, s->reason);
+    p->extra->exit_by_signal = true;
+    return effect::dies;
   }
-  return false;  // an unknown signal type cannot happen; dropping it is the safe answer
+  return effect::none;  // an unknown signal type cannot happen; dropping it is the safe answer
 }
 
 }  // namespace
 
-drained drain_inbox(process* p) {
+drained drain_inbox(process* p, bool may_raise) {
   drained d;
   for (std::size_t taken = 0;; ++taken) {
     if (taken == drain_batch) {
@@ -99,7 +113,16 @@ drained drain_inbox(process* p) {
       d.queued = true;
       continue;
     }
-    d.queued |= handle_signal(p, n);
+    switch (handle_signal(p, n)) {
+      case effect::none: break;
+      case effect::queued: d.queued = true; break;
+      case effect::dies:
+        // Another exception unwinding the stack (a destructor's runtime call): throwing now would
+        // terminate the program. The exit is decided; it is raised after (exit_protocol.cpp).
+        if (may_raise && std::uncaught_exceptions() == 0) raise_exit(p);
+        d.more = p->mail.maybe_nonempty();
+        return d;
+    }
   }
 }
 
@@ -110,7 +133,7 @@ void drain_for_exit(process* p) noexcept {
       continue;
     }
     try {
-      handle_signal(p, n);  // p->exiting: exit signals are ignored, so this does not throw exit_unwind
+      handle_signal(p, n);  // p->exiting: exit signals are ignored
     } catch (...) {
       // Out of memory while recording a link: the link is lost, the exit goes on.
     }

@@ -51,6 +51,7 @@ result<spawned> spawn_entry(const spawn_options& options, const entry_ops& ops, 
   runtime_state* rt = current_runtime();
   if (!rt || rt->current_phase.load(std::memory_order_acquire) != runtime_state::phase::running) return errc::not_running;
   process* parent = current_process();
+  if (parent) before_runtime_call(parent, false);
   if ((options.link || options.monitor) && (!parent || parent->exiting)) return errc::not_in_process;
   const int widx = worker_index_for(*rt);
   process* p = rt->table.allocate(widx, process_kind::scheduled);

@@ -21,6 +21,7 @@
 #include <limits>
 
 #include "delivery.hpp"
+#include "exit_protocol.hpp"
 #include "resources.hpp"
 
 namespace grove::internal {
@@ -124,6 +125,14 @@ timer_ref send_after_node(pid to, message_node* n, std::int64_t delay_ns) {
   if (!rt) {
     destroy_node(n);
     throw error(errc::not_running);
+  }
+  if (process* self = current_process()) {
+    try {
+      before_runtime_call(self, false);
+    } catch (...) {
+      destroy_node(n);
+      throw;
+    }
   }
   auto t = std::make_shared<timer_state>();
   t->rt = rt;

@@ -20,7 +20,7 @@ namespace {
 
 struct global_logger {
   std::mutex lock;
-  std::shared_ptr<const logger> current = std::make_shared<const logger>(&print_report);  // guarded by lock
+  std::shared_ptr<const logger> current = std::make_shared<const logger>(&log_report);  // guarded by lock
   std::atomic<std::uint64_t> version{1};  // shared: bumped (release) after `current` changes
 };
 
@@ -92,6 +92,12 @@ void print_report(const crash_report& report) {
   std::fwrite(line.data(), 1, line.size(), stderr);  // one write per line: lines from many supervisors do not mix
 }
 
+void log_report(const crash_report& report) {
+  const bool progress = report.kind == report_kind::child_restarted;
+  grove::log(grove::log_event{progress ? grove::log_level::info : grove::log_level::error, grove::log_kind::supervisor,
+                              report.supervisor, report.supervisor_name, report.reason, format_report(report)});
+}
+
 void set_logger(logger l) {
   global_logger& g = global();
   auto next = std::make_shared<const logger>(std::move(l));
@@ -100,7 +106,7 @@ void set_logger(logger l) {
   g.version.fetch_add(1, std::memory_order_release);  // release: a reader that sees it reads the new logger
 }
 
-void reset_logger() { set_logger(&print_report); }
+void reset_logger() { set_logger(&log_report); }
 
 namespace internal {
 

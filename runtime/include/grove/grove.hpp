@@ -13,10 +13,12 @@
 #pragma once
 
 #include <grove/arena.hpp>
+#include <grove/duration.hpp>
 #include <grove/errc.hpp>
 #include <grove/exit_reason.hpp>
 #include <grove/introspection.hpp>
 #include <grove/link.hpp>
+#include <grove/logger.hpp>
 #include <grove/message.hpp>
 #include <grove/pid.hpp>
 #include <grove/process.hpp>

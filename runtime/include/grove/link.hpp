@@ -57,7 +57,9 @@ monitor_ref monitor(pid target);
 // Stops the monitor. With flush, also removes its down message if one is already in the mailbox.
 // Returns false if `ref` is not an active monitor of the caller (unknown, or already fired).
 bool demonitor(const monitor_ref& ref, bool flush = false);
-// Sets whether the caller traps exits; returns the previous setting.
+// Sets whether the caller traps exits; returns the previous setting. Exit signals that have arrived
+// but that the caller has not acted on yet (it was computing) are handled by the new setting: a
+// process that calls trap_exit(true) first thing traps every exit signal sent to it, however early.
 bool trap_exit(bool on);
 // Sends an exit signal to `target` from the caller (from a foreign thread: from the null pid). A no-op
 // for a dead target. exit(self(), normal) ends the caller with reason normal, as in Erlang.

@@ -41,17 +41,25 @@ struct spawned {
   monitor_ref monitor;
 };
 
-namespace detail {
-// Thrown through a process's stack to end it (grove::exit, a killing exit signal, an arena over its
-// limit). Deliberately not derived from std::exception, so `catch (const std::exception&)` lets it pass.
+// Thrown through a process's stack to end it, so that its destructors run: by grove::exit (`self` is
+// true), by an exit signal that kills it, by its arena passing its limit. Deliberately not derived
+// from std::exception, so `catch (const std::exception&)` lets it pass. Catch it (or catch (...))
+// only to clean up and rethrow: a process that swallows it has it raised again at its next runtime
+// call; after three swallows it ends at once without unwinding the rest of its stack, and the first
+// swallow is reported through the logger (grove/logger.hpp).
 struct exit_unwind {
   exit_reason reason;
+  bool self = false;
 };
+
+namespace detail {
+using grove::exit_unwind;
 // sleep_for's body: timeout_ns as grove/duration.hpp makes it.
 void sleep_ns(std::int64_t timeout_ns);
 // grove::exit's checks and bookkeeping before the throw: throws grove::error outside a scheduled
-// process; marks the calling process as exiting with `reason`.
-void begin_exit(const exit_reason& reason);
+// process; marks the calling process as exiting and returns what to throw: `reason`, or the reason
+// of an exit signal that had already arrived and kills it (it takes effect first).
+exit_unwind begin_exit(exit_reason reason);
 // The exit reasons of a process that an exception ended: exit_reason::exception(what(), type name).
 exit_reason exception_reason(const std::exception& e);
 exit_reason unknown_exception_reason();
@@ -136,11 +144,9 @@ pid self() noexcept;
 // Lets the other runnable processes on this worker run first (for CPU-bound loops).
 void yield();
 // Ends the calling process with `reason` (unwinding its stack, so destructors run). Outside a
-// process it throws grove::error(errc::not_in_process).
-[[noreturn]] inline void exit(exit_reason reason) {
-  detail::begin_exit(reason);
-  throw detail::exit_unwind{std::move(reason)};
-}
+// process it throws grove::error(errc::not_in_process). If an exit signal that kills the process has
+// already arrived (while it computed), that signal's reason wins: it came first.
+[[noreturn]] inline void exit(exit_reason reason) { throw detail::begin_exit(std::move(reason)); }
 // Whether `p` names a live process (it may exit the next moment).
 bool is_alive(pid p) noexcept;
 // Blocks the calling process (messages stay in the mailbox; exit signals still act). On a foreign

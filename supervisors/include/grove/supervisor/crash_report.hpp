@@ -2,7 +2,8 @@
 //
 // Every crash, restart and give-up produces exactly one crash_report, handed to a logger: the
 // supervisor's own (flags::logger) if it has one, else the global one (set_logger), which by default
-// prints one line per report to stderr (default_logger). OTP's supervisor reports map to these kinds:
+// hands the formatted line to Grove's logger (grove/logger.hpp, log_kind::supervisor), so one hook,
+// grove::set_logger, sees every report the runtime and its supervisors make. OTP's supervisor reports map to these kinds:
 // child_terminated → child_crashed, start_error → start_failed / restart_failed, shutdown_error →
 // shutdown_error, shutdown (reached_max_restart_intensity) → gave_up; OTP's progress reports of
 // restarts become child_restarted.
@@ -15,6 +16,7 @@
 #include <cstddef>
 #include <functional>
 #include <grove/exit_reason.hpp>
+#include <grove/logger.hpp>
 #include <grove/pid.hpp>
 #include <string>
 
@@ -51,12 +53,15 @@ using logger = std::function<void(const crash_report&)>;
 // One line, no newline, e.g.
 //   supervisor app <0.12.1>: child 'db' <0.15.1> crashed: exception: timeout; restarts 1 of 3 in 5000 ms
 std::string format_report(const crash_report& report);
-// The default logger: format_report plus a newline to stderr, in one write.
+// The default logger: format_report through grove::log (level error for crashes, failures and
+// give-ups, info for restarts), with the supervisor (or the child) as the event's process.
+void log_report(const crash_report& report);
+// format_report plus a newline to stderr, in one write.
 void print_report(const crash_report& report);
 // The global logger, used by supervisors that have none of their own. An empty logger silences
 // them. Thread-safe; takes effect for reports made after it returns.
 void set_logger(logger l);
-// Restores print_report as the global logger.
+// Restores log_report as the global logger.
 void reset_logger();
 
 }  // namespace grove::supervisor

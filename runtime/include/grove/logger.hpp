@@ -1,0 +1,60 @@
+// grove/logger.hpp: where Grove's reports go.
+//
+// Everything Grove has to say goes through one hook, as in OTP's logger: crash reports of processes
+// whose exit reaches no one, the runtime's own warnings (a swallowed exit, an arena over its limit,
+// what stop() left behind), and, by default, the supervisors' reports (grove/supervisor/crash_report.hpp).
+// The default logger writes each event's text as one line to stderr (one write per line, so lines
+// from many workers do not mix). set_logger replaces it for the whole program; an empty logger
+// silences Grove.
+//
+// A logger runs on whichever thread reports, often a worker thread inside a process that is ending:
+// it must be thread-safe and quick, must not block for long, and must not call back into Grove's
+// blocking API (receive, sleep_for). Exceptions it throws are dropped.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include <grove/exit_reason.hpp>
+#include <grove/pid.hpp>
+
+namespace grove {
+
+enum class log_level { error, warning, info };
+
+// What an event is about.
+enum class log_kind {
+  crash_report,    // a process exited with a reason other than normal or shutdown and no process
+                   // links to it or monitors it (so its reason would otherwise reach no one)
+  exit_swallowed,  // a process caught its own exit with catch (...) and went on (grove/process.hpp)
+  max_heap_size,   // a process's arena passed its limit; the process was killed
+  stop,            // runtime::stop overran its deadline or left something behind
+  out_of_memory,   // the runtime could not allocate and did something less than asked (the text says what)
+  supervisor,      // a supervisor's report (grove/supervisor/crash_report.hpp), formatted
+};
+
+// The name of the kind: "crash_report", ...
+const char* to_string(log_kind kind) noexcept;
+
+struct log_event {
+  log_level level = log_level::error;
+  log_kind kind = log_kind::crash_report;
+  grove::pid process;         // the process concerned, if any
+  std::string name;           // its registered name, if it had one
+  exit_reason reason;         // crash_report, max_heap_size: why it exited
+  std::string text;           // the whole report, one line without a newline, e.g.
+                              // "grove: process <0.42.1> (db) crashed: exception: connection refused"
+};
+
+using logger = std::function<void(const log_event&)>;
+
+// Replaces the program's logger (an empty one silences Grove). Thread-safe; takes effect for events
+// reported after it returns.
+void set_logger(logger l);
+// Restores the default (one line to stderr).
+void reset_logger();
+// Reports an event through the current logger. Thread-safe; never throws.
+void log(const log_event& event) noexcept;
+
+}  // namespace grove
