@@ -103,6 +103,7 @@ process* process_table::allocate(int worker, process_kind kind) {
   p->has_name.store(false, std::memory_order_relaxed);                                  // likewise
   p->reset(kind);  // kind is read by wake() through any pid, however the waker got it: published with the rest
   count_up(resources().processes);
+  if (kind == process_kind::scheduled) scheduled_in_use_.fetch_add(1, std::memory_order_relaxed);  // before the PCB is visible
   p->refs.store(1, std::memory_order_release);  // publishes the fields above to acquire() in other threads
   return p;
 }
@@ -128,7 +129,13 @@ void process_table::release(process* p, int worker) noexcept {
   if (p->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   finalize_process(owner_, p);
   count_down(resources().processes);
+  const bool scheduled = p->kind == process_kind::scheduled;
   give_index(static_cast<std::uint32_t>(p - base_), worker);
+  if (scheduled) {
+    // acq_rel: a waiter that reads zero (acquire) sees everything this process's exit released
+    scheduled_in_use_.fetch_sub(1, std::memory_order_acq_rel);
+    owner_.scheduled_released();
+  }
 }
 
 }  // namespace grove::internal

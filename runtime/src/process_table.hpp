@@ -54,6 +54,9 @@ class process_table {
   void mark_exited() noexcept { live_.fetch_sub(1, std::memory_order_acq_rel); }  // acq_rel: pairs with waiters in wait_until_idle
 
   std::size_t live() const noexcept { return live_.load(std::memory_order_acquire); }
+  // PCBs of scheduled processes handed out and not yet back (alive, or exited and still referenced):
+  // zero means every exited process's PCB, stack image, arena and messages are released.
+  std::size_t scheduled_in_use() const noexcept { return scheduled_in_use_.load(std::memory_order_acquire); }
   std::size_t limit() const noexcept { return limit_; }
   grove::runtime::state& owner() const noexcept { return owner_; }
   // Whether addr lies in the table (a PCB's embedded timer, timers.cpp), and the PCB holding it.
@@ -94,6 +97,7 @@ class process_table {
   std::size_t reserved_bytes_ = 0;
   std::size_t limit_ = 0;
   alignas(64) std::atomic<std::size_t> live_{0};        // shared: live processes
+  std::atomic<std::size_t> scheduled_in_use_{0};         // shared: see scheduled_in_use()
   alignas(64) std::atomic<std::uint32_t> next_fresh_{0};  // shared: next never-used index
   std::atomic<std::uint32_t> constructed_{0};           // shared: PCBs [0, n) are constructed (release-published)
   std::mutex construct_lock_;                           // guards chunk construction

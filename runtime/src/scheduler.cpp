@@ -84,12 +84,8 @@
 // afresh, and a resumed process learns its worker from the context switch itself (worker.cpp). The
 // C++ exception globals travel with the process (context.cpp).
 //
-// ## Shutdown (runtime::stop)
-// 1. New spawns fail with errc::not_running (supervisors cannot restart children into a dying runtime).
-// 2. Every live process gets exit(shutdown) from the null pid; stop waits for them until the deadline.
-// 3. The rest get kill (processes unwind their stacks at their next runtime call).
-// 4. Workers leave their loops and are joined; timers and queues are emptied; the table and stacks
-//    are released when the last holder of the state lets go (a scoped_process may outlive stop()).
+// ## Shutdown
+// runtime.cpp: runtime::stop in numbered steps, bounded by its deadline.
 //
 // ## Rejected alternatives
 // - A stack per process: see stack_slots.hpp (memory, spawn time, guard pages).
@@ -111,38 +107,6 @@
 #include "delivery.hpp"
 #include "scoped_waiter.hpp"
 #include "timers.hpp"
-
-namespace grove::internal {
-
-namespace {
-
-std::atomic<runtime_state*> g_running{nullptr};  // shared: the running runtime (acq_rel on start/stop)
-thread_local worker* tls_worker = nullptr;
-thread_local process* tls_scoped = nullptr;
-
-}  // namespace
-
-__attribute__((noinline)) worker* this_worker() noexcept {
-  asm volatile("" ::: "memory");  // keep the TLS read here, never hoisted into callers
-  return tls_worker;
-}
-
-void set_this_worker(worker* w) noexcept { tls_worker = w; }
-
-__attribute__((noinline)) process* current_process() noexcept {
-  asm volatile("" ::: "memory");
-  if (worker* w = tls_worker) return w->current;
-  return tls_scoped;
-}
-
-void set_scoped_process(process* p) noexcept { tls_scoped = p; }
-process* scoped_process_of_thread() noexcept { return tls_scoped; }
-
-runtime_state* current_runtime() noexcept {
-  return g_running.load(std::memory_order_acquire);  // pairs with the release in runtime's constructor
-}
-
-}  // namespace grove::internal
 
 namespace grove {
 
@@ -208,162 +172,19 @@ void runtime::state::wake_one_idle() noexcept {
   w->unpark();
 }
 
-void runtime::state::process_exited(process* p, bool scoped) noexcept {
-  (void)p;
-  if (scoped) scoped_live.fetch_sub(1, std::memory_order_relaxed);  // statistics for stop()
+void runtime::state::process_exited(process* p) noexcept {
+  if (p->kind == process_kind::scoped) scoped_live.fetch_sub(1, std::memory_order_relaxed);  // statistics for stop()
   table.mark_exited();
-  // Only the last scheduled process to exit wakes a waiting stop(): a million exits must not mean a
-  // million futex wakes. (The waiter also re-checks on a short timeout, so a race here only delays it.)
-  if (stopper_waiting.load(std::memory_order_acquire) &&  // pairs with stop()'s release store
-      table.live() <= scoped_live.load(std::memory_order_relaxed)) {
+}
+
+void runtime::state::scheduled_released() noexcept {
+  // Only the last scheduled PCB to come back wakes a waiting stop() or wait_until_idle(): a million
+  // exits must not mean a million futex wakes. (The waiter also re-checks on a short timeout, so a
+  // race here only delays it.)
+  if (table.scheduled_in_use() == 0 && idle_waiters.load(std::memory_order_acquire) != 0) {  // pairs with the waiter's increment
     std::lock_guard<std::mutex> g(exits_lock);
     exits_cv.notify_all();
   }
-}
-
-// ---- runtime (the public handle) ----
-
-namespace {
-
-// For the stack overflow report (called in a signal handler: no allocation, no locks).
-const char* describe_running_process() {
-  thread_local char text[48];
-  process* p = tls_worker ? tls_worker->current : nullptr;
-  if (!p) return "?";
-  std::uint64_t bits = p->pid_bits.load(std::memory_order_relaxed);
-  auto put = [](char* at, std::uint32_t v) {
-    char digits[12];
-    int n = 0;
-    do {
-      digits[n++] = static_cast<char>('0' + v % 10);
-      v /= 10;
-    } while (v);
-    while (n) *at++ = digits[--n];
-    return at;
-  };
-  char* at = text;
-  *at++ = '<';
-  *at++ = '0';
-  *at++ = '.';
-  at = put(at, static_cast<std::uint32_t>(bits));
-  *at++ = '.';
-  at = put(at, static_cast<std::uint32_t>(bits >> 32));
-  *at++ = '>';
-  *at = '\0';
-  return text;
-}
-
-runtime_config normalise(runtime_config c) {
-  if (c.workers == 0) c.workers = std::max(1u, std::thread::hardware_concurrency());
-  if (c.workers > 1024) throw error(errc::bad_argument, "runtime_config::workers above 1024");
-  if (c.process_limit < 1 || c.process_limit > (std::size_t{1} << 31))
-    throw error(errc::bad_argument, "runtime_config::process_limit must be in [1, 2^31]");
-  if (c.stack_bytes < 16 * 1024) throw error(errc::bad_argument, "runtime_config::stack_bytes below 16 KiB");
-  // 512 per worker, at most 8,192 (each slot is 2 kernel mappings: guard + stack; the default
-  // vm.max_map_count is 65,530). Measured on bench/grove/ring (1,000 processes, 1 worker, callgrind):
-  // 980 instructions per hop with 64 slots per worker (every hop copies stack images out and in),
-  // 798 with enough slots that each process keeps its own. Unused slots cost address space only.
-  if (c.stack_slots == 0) c.stack_slots = std::min(512u * c.workers, 8192u);
-  if (c.stack_slots > 16384) throw error(errc::bad_argument, "runtime_config::stack_slots above 16384");
-  if (c.reductions_per_slice == 0) c.reductions_per_slice = 1;
-  return c;
-}
-
-}  // namespace
-
-runtime::runtime(runtime_config config) {
-  auto st = std::make_shared<state>(normalise(config));
-  runtime_state* expected = nullptr;
-  // acq_rel: publishes the constructed state to every thread that finds it through current_runtime()
-  if (!g_running.compare_exchange_strong(expected, st.get(), std::memory_order_acq_rel))
-    throw error(errc::already_running);
-  state_ = std::move(st);
-  state_->slots.install_overflow_reports(&describe_running_process);
-  for (auto& w : state_->workers) w->start();
-}
-
-runtime::~runtime() {
-  if (state_ && state_->current_phase.load(std::memory_order_acquire) == state::phase::running) stop();
-}
-
-bool runtime::is_running() const noexcept {
-  return state_ && state_->current_phase.load(std::memory_order_acquire) == state::phase::running;
-}
-
-const runtime_config& runtime::config() const noexcept { return state_->config; }
-
-namespace {
-
-// Waits until no scheduled process is alive or the deadline (steady-clock ns, clock.hpp) passes.
-bool wait_for_exits(runtime_state& rt, std::uint64_t deadline_ns) {
-  auto scheduled_live = [&] { return rt.table.live() - rt.scoped_live.load(std::memory_order_relaxed); };
-  std::unique_lock<std::mutex> g(rt.exits_lock);
-  while (scheduled_live() > 0) {
-    const std::uint64_t now = now_ns();
-    if (now >= deadline_ns) return false;
-    // Bounded wait: process_exited notifies, and the bound covers a notify between check and wait.
-    rt.exits_cv.wait_until(g, steady_time(std::min(deadline_ns, now + 50'000'000)));
-  }
-  return true;
-}
-
-// Sends `reason` as an exit signal from the null pid to every live scheduled process (scoped
-// processes belong to their threads). Returns how many were signalled.
-std::size_t signal_every_process(runtime_state& rt, const exit_reason& reason) {
-  std::size_t signalled = 0;
-  rt.table.for_each_live([&](pid id) {
-    process* q = rt.table.acquire(id);
-    if (!q) return;
-    if (q->kind == process_kind::scheduled) {
-      send_exit_signal(rt, q, pid(), reason, false);
-      ++signalled;
-    }
-    rt.table.release(q, -1);
-  });
-  return signalled;
-}
-
-}  // namespace
-
-bool runtime::wait_until_idle(std::chrono::milliseconds timeout) {
-  if (!state_) return true;
-  state_->stopper_waiting.store(true, std::memory_order_release);  // pairs with process_exited
-  return wait_for_exits(*state_, deadline_after_ns(detail::timeout_ns(timeout)));
-}
-
-stop_report runtime::stop(std::chrono::milliseconds deadline) {
-  stop_report report;
-  if (!state_) return report;
-  state& rt = *state_;
-  auto running = state::phase::running;
-  if (!rt.current_phase.compare_exchange_strong(running, state::phase::stopping, std::memory_order_acq_rel)) return report;
-  rt.stopper_waiting.store(true, std::memory_order_release);  // pairs with process_exited
-
-  // 1-2. exit(shutdown) to everyone, then wait.
-  const std::size_t signalled = signal_every_process(rt, exit_reason::shutdown());
-  if (!wait_for_exits(rt, deadline_after_ns(detail::timeout_ns(deadline)))) {
-    // 3. kill the rest; they unwind at their next runtime call.
-    report.killed = signal_every_process(rt, exit_reason::kill());
-    while (!wait_for_exits(rt, deadline_after_ns(5'000'000'000))) {
-      std::size_t stuck = rt.table.live() - rt.scoped_live.load(std::memory_order_relaxed);
-      std::fprintf(stderr, "grove: stop: %zu process(es) ignore kill (running without reaching a runtime call)\n", stuck);
-      report.clean = false;
-    }
-  }
-  report.exited = signalled - report.killed;
-
-  // 4. Workers leave; the rest is released with the state.
-  rt.workers_stop.store(true, std::memory_order_release);  // pairs with the acquire in worker::loop
-  for (auto& w : rt.workers) w->unpark();
-  for (auto& w : rt.workers) w->join();
-  cancel_all_timers(rt);
-  rt.slots.remove_overflow_reports();
-  rt.current_phase.store(state::phase::stopped, std::memory_order_release);
-  runtime_state* self = &rt;
-  g_running.compare_exchange_strong(self, nullptr, std::memory_order_acq_rel);  // acq_rel: as in the constructor
-  if (std::size_t n = rt.scoped_live.load(std::memory_order_relaxed))
-    std::fprintf(stderr, "grove: stop: %zu scoped_process(es) still alive; they keep the runtime's memory until destroyed\n", n);
-  return report;
 }
 
 }  // namespace grove

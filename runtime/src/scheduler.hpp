@@ -34,10 +34,11 @@ worker* this_worker() noexcept;
 // The process running on this thread (a scheduled process, or a scoped_process on a foreign
 // thread); nullptr elsewhere.
 process* current_process() noexcept;
-// The running runtime, or nullptr.
+// The runtime this thread belongs to: its worker's, its scoped process's, else the running one (or
+// nullptr). See runtime.cpp, "Which runtime".
 runtime_state* current_runtime() noexcept;
 void set_this_worker(worker* w) noexcept;
-void set_scoped_process(process* p) noexcept;
+void set_scoped_process(process* p, runtime_state* rt) noexcept;
 process* scoped_process_of_thread() noexcept;
 
 class worker {
@@ -46,8 +47,11 @@ class worker {
   worker(const worker&) = delete;
   worker& operator=(const worker&) = delete;
 
-  void start();
+  // Starts the thread, which holds `keep` (the runtime's state) until it ends (runtime.cpp, stop step 6).
+  void start(std::shared_ptr<runtime_state> keep);
   void join();
+  void detach();
+  bool has_left_loop() const noexcept { return left_loop_.load(std::memory_order_acquire); }  // pairs with loop()'s release
 
   // Owner thread (process or scheduler context on this worker):
   void push_local(process* p);        // to the local queue (overflow goes to the inject queue)
@@ -88,6 +92,7 @@ class worker {
   bool has_visible_work() const noexcept;
 
   std::thread thread_;
+  std::atomic<bool> left_loop_{false};  // shared: set by the thread when its loop ends
   std::uint32_t tick_ = 0;          // owner: scheduling rounds
   std::uint32_t lifo_streak_ = 0;   // owner: consecutive runs from runnext
   std::uint64_t last_now_ = 0;      // owner: the clock at the last timer check
@@ -138,9 +143,12 @@ struct runtime::state : std::enable_shared_from_this<runtime::state> {
   std::atomic<phase> current_phase{phase::running};  // shared
   std::atomic<bool> workers_stop{false};             // shared: workers leave their loop once set
   std::atomic<std::size_t> scoped_live{0};           // shared: scoped processes alive
+  std::atomic<std::size_t> scoped_blocked{0};        // shared: scoped processes blocked in a wait (runtime.cpp, stop step 2)
+  std::atomic<unsigned> workers_in_loop{0};          // shared: worker threads not yet out of their loop
   std::mutex exits_lock;
-  std::condition_variable exits_cv;                  // notified when a process exits while stop() waits
-  std::atomic<bool> stopper_waiting{false};          // shared
+  std::condition_variable exits_cv;                  // notified when the last scheduled PCB comes back, a
+                                                     // scoped wait ends or a worker leaves, while someone waits
+  std::atomic<unsigned> idle_waiters{0};             // shared: threads in stop() or wait_until_idle()
 
   alignas(64) std::atomic<std::uint64_t> next_ref{1};  // shared: monitor and request ids
   alignas(64) std::atomic<std::uint64_t> dead_letters{0};
@@ -152,7 +160,8 @@ struct runtime::state : std::enable_shared_from_this<runtime::state> {
   void wake(internal::process* p) noexcept; // make p runnable if it is not running or queued
   void notify_work() noexcept;              // new work is visible: make sure someone looks
   void wake_one_idle() noexcept;
-  void process_exited(internal::process* p, bool scoped) noexcept;
+  void process_exited(internal::process* p) noexcept;  // exit protocol step 1
+  void scheduled_released() noexcept;                   // a scheduled process's PCB came back (process_table.cpp)
 };
 
 }  // namespace grove

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include <grove/runtime.hpp>
+
 namespace grove::internal {
 
 struct process;
@@ -14,5 +16,8 @@ void wake_scoped(process* p) noexcept;
 void wait_scoped(process* p, std::uint64_t deadline_ns);
 // When the PCB's last reference is dropped.
 void destroy_scoped_waiter(scoped_waiter* w) noexcept;
+// runtime::stop, once the phase is no longer running: wakes every blocked scoped process, whose
+// wait then throws errc::not_running.
+void release_scoped_waiters(grove::runtime::state& rt) noexcept;
 
 }  // namespace grove::internal

@@ -43,12 +43,28 @@ worker::worker(runtime_state& r, unsigned i)
       rng_(0x9E3779B97F4A7C15ull * (i + 1)),
       seen_switches_(r.config.workers) {}
 
-void worker::start() {
-  thread_ = std::thread([this] { loop(); });
+void worker::start(std::shared_ptr<runtime_state> keep) {
+  rt.workers_in_loop.fetch_add(1, std::memory_order_relaxed);  // read by stop() after joining-time waits
+  thread_ = std::thread([this, keep = std::move(keep)] {
+    loop();
+    // Out of the loop: stop() may join us now, or has detached us (runtime.cpp, stop step 6).
+    left_loop_.store(true, std::memory_order_release);
+    rt.workers_in_loop.fetch_sub(1, std::memory_order_acq_rel);  // acq_rel: stop's acquire load sees our last writes
+    {
+      std::lock_guard<std::mutex> g(rt.exits_lock);
+      rt.exits_cv.notify_all();
+    }
+    // `keep` is released after this: a detached worker may be the last holder of the state, whose
+    // destructor then runs here; nothing touches `this` after that.
+  });
 }
 
 void worker::join() {
   if (thread_.joinable()) thread_.join();
+}
+
+void worker::detach() {
+  if (thread_.joinable()) thread_.detach();
 }
 
 void worker::push_local(process* p) {

@@ -22,7 +22,8 @@ enum class errc {
   already_running,     // a second runtime was started while one is running
   timeout,             // a wait on a foreign thread ran past its timeout
   bad_argument,        // an argument outside its domain (e.g. a negative timeout where none is allowed)
-  self_link,           // reserved: linking a process to itself is a no-op in Grove, as in Erlang
+  in_process,          // the call must be made from a thread that runs no Grove process (runtime::stop,
+                       // wait_until_idle, scoped_process: from a process they would wait for themselves)
 };
 
 // The category's name is "grove"; messages are one sentence each.

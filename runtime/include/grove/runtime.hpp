@@ -1,14 +1,19 @@
 // grove/runtime.hpp: configuring, starting and stopping the runtime.
 //
 // A program runs one Grove runtime at a time (as one BEAM per OS process); it may start and stop
-// runtimes one after another. The free functions of Grove (spawn, send, ...) act on the running one.
-// Thread-safety: construct and stop from a foreign (non-process) thread; never from inside a process.
+// runtimes one after another. The free functions of Grove (spawn, send, ...) act on the running one
+// (a process, or a thread with a scoped_process, acts on its own runtime even after that stopped).
+// Thread-safety: construct, stop and wait from a foreign (non-process) thread: from inside a process
+// they throw grove::error(errc::in_process), since they would wait for their own worker.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
+
+#include <grove/pid.hpp>
 
 namespace grove {
 
@@ -31,11 +36,18 @@ struct runtime_config {
   std::chrono::milliseconds shutdown_timeout{5000};
 };
 
-// What stop() found: how the processes alive at the time ended.
+// What stop() found: how the processes alive at the time ended, and what it had to leave behind.
 struct stop_report {
   std::size_t exited = 0;   // exited after the shutdown signal (or had already gone)
-  std::size_t killed = 0;   // were sent kill at the deadline
-  bool clean = true;        // false if processes were still alive after the kill (never at a yield point)
+  std::size_t killed = 0;   // were still alive at the kill point and were sent kill
+  // Still running at the deadline without reaching a runtime call (an endless loop, a blocking
+  // syscall): they die at their next runtime call, or end when their function returns, on their own
+  // worker thread, which stop() could not join (workers_left_running) and which keeps the runtime's
+  // memory until then.
+  std::vector<grove::pid> left_behind;
+  unsigned workers_left_running = 0;
+  std::size_t scoped_blocked = 0;  // scoped processes still blocked in Grove at the deadline
+  bool clean = true;        // nothing left behind, nothing blocked
 };
 
 class runtime {
@@ -48,13 +60,19 @@ class runtime {
   runtime(const runtime&) = delete;
   runtime& operator=(const runtime&) = delete;
 
-  // Shuts down: every process gets exit(shutdown); at `deadline` the ones still alive get kill;
-  // then the workers stop and every resource is released. Idempotent; call from a foreign thread.
+  // Shuts down within `deadline` (runtime/src/runtime.cpp has the steps): spawns fail from now on;
+  // scoped processes' blocking calls throw errc::not_running (the blocked ones are woken); every
+  // process gets exit(shutdown); those alive at deadline - min(deadline / 4, 1 s) get kill; at the
+  // deadline stop returns, and whatever still runs (an endless loop, a blocking syscall) is named in
+  // the report and the logger, and left to die at its next runtime call. milliseconds::max() waits
+  // for ever and kills nobody. Idempotent. Throws errc::in_process from inside a process.
   stop_report stop(std::chrono::milliseconds deadline);
   stop_report stop() { return stop(config().shutdown_timeout); }
 
-  // Blocks the calling foreign thread until no process is alive (scoped_processes excluded) or the
-  // timeout passes. True if none is alive.
+  // Blocks the calling foreign thread until no process is alive (scoped_processes excluded) and every
+  // exited process's control block, stack image, arena and messages are released, so that
+  // resources_in_use() then counts none of them; or until the timeout passes. True if idle. Throws
+  // errc::in_process from inside a process.
   bool wait_until_idle(std::chrono::milliseconds timeout);
 
   bool is_running() const noexcept;
