@@ -168,6 +168,7 @@ resource_usage resources_in_use() noexcept {
   u.stack_images = c.stack_images.load(std::memory_order_relaxed);
   u.arenas = c.arenas.load(std::memory_order_relaxed);
   u.timers = c.timers.load(std::memory_order_relaxed);
+  u.messages = messages_in_use();
   return u;
 }
 

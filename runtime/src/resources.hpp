@@ -15,6 +15,8 @@ struct resource_counters {
 };
 
 resource_counters& resources() noexcept;
+// Message and signal nodes allocated and not yet freed, over all threads (memory.cpp).
+std::size_t messages_in_use() noexcept;
 
 inline void count_up(std::atomic<std::size_t>& c) noexcept { c.fetch_add(1, std::memory_order_relaxed); }  // statistics
 inline void count_down(std::atomic<std::size_t>& c) noexcept { c.fetch_sub(1, std::memory_order_relaxed); }  // statistics

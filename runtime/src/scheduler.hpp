@@ -154,6 +154,7 @@ struct runtime::state : std::enable_shared_from_this<runtime::state> {
   alignas(64) std::atomic<std::uint64_t> dead_letters{0};
   std::atomic<std::uint64_t> foreign_spawned{0};
   std::atomic<unsigned> timer_round_robin{0};
+  std::atomic<bool> out_of_memory_reported{false};  // shared: worker.cpp reports running out once
 
   // Scheduling (scheduler.cpp).
   void schedule(internal::process* p);      // p just became NOTIFIED: put it in a queue

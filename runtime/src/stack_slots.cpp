@@ -18,8 +18,6 @@ namespace grove::internal {
 
 namespace {
 
-constexpr std::size_t image_granule = 64;  // images are allocated in multiples of this
-
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
 #if GROVE_ASAN
@@ -132,7 +130,7 @@ void stack_slots::release_signal_stack(void* mem) noexcept {
 }
 
 stack_slots::stack_slots(unsigned count, std::size_t stack_bytes, unsigned workers)
-    : slots_(count), cursors_(workers) {
+    : slots_(count), cursors_(workers), images_(workers) {
   std::size_t page = page_bytes();
   stack_bytes_ = round_up(stack_bytes, page);
   stride_ = stack_bytes_ + page;
@@ -222,7 +220,7 @@ process* stack_slots::release(process* p) noexcept {
   return waiters;
 }
 
-void stack_slots::evict(slot& s, process* q) {
+void stack_slots::evict(slot& s, process* q, unsigned worker) {
   char* top = top_of(q->slot);
   char* sp = static_cast<char*>(q->ctx.fctx);
   std::size_t live = static_cast<std::size_t>(top - sp);
@@ -231,10 +229,10 @@ void stack_slots::evict(slot& s, process* q) {
   need += live / 8;  // the shadow bytes travel with the image
 #endif
   if (need > q->image_capacity) {
-    std::size_t cap = round_up(need, image_granule);
-    void* fresh = allocate_bytes(cap);  // may throw: nothing has changed yet
+    std::size_t cap = image_pool::capacity_for(need);
+    void* fresh = images_.allocate(worker, cap);  // may throw: nothing has changed yet
     if (q->image) {
-      free_bytes(q->image, q->image_capacity);
+      images_.free(worker, q->image, q->image_capacity);
     } else {
       count_up(resources().stack_images);
     }
@@ -251,10 +249,10 @@ void stack_slots::evict(slot& s, process* q) {
   copies_.fetch_add(1, std::memory_order_relaxed);  // statistics only
 }
 
-void stack_slots::make_resident(process* p) {
+void stack_slots::make_resident(process* p, unsigned worker) {
   slot& s = slots_[p->slot];
   if (s.resident == p) return;
-  if (s.resident) evict(s, s.resident);
+  if (s.resident) evict(s, s.resident, worker);
   if (p->started) {
     char* top = top_of(p->slot);
     char* sp = top - p->image_bytes;
@@ -279,7 +277,7 @@ void stack_slots::forget(process* p, unsigned worker) noexcept {
 #endif
   }
   if (p->image) {
-    free_bytes(p->image, p->image_capacity);
+    images_.free(worker, p->image, p->image_capacity);
     count_down(resources().stack_images);
   }
   p->image = nullptr;

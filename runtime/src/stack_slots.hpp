@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "context.hpp"
+#include "image_pool.hpp"
 
 namespace grove::internal {
 
@@ -61,9 +62,9 @@ class stack_slots {
   bool acquire(process* p, unsigned worker) noexcept;
   // Releases p's slot; returns the waiters (linked through process::next_waiter) to requeue.
   process* release(process* p) noexcept;
-  // Caller holds p's slot: make p's stack the one in the slot. Throws std::bad_alloc if an image
-  // cannot be allocated (nothing has changed then).
-  void make_resident(process* p);
+  // Caller (worker `worker`) holds p's slot: make p's stack the one in the slot. Throws
+  // std::bad_alloc if an image cannot be allocated (nothing has changed then).
+  void make_resident(process* p, unsigned worker);
   // Caller (worker `worker`) holds p's slot and p has exited: forget its image and residency, and
   // remember the slot as vacated, for the next process that worker binds.
   void forget(process* p, unsigned worker) noexcept;
@@ -99,7 +100,7 @@ class stack_slots {
 
   bool try_take(slot& s) noexcept;
   bool take_or_wait(slot& s, process* p) noexcept;
-  void evict(slot& s, process* q);
+  void evict(slot& s, process* q, unsigned worker);
   char* top_of(std::uint32_t index) const noexcept;
 
   std::vector<slot> slots_;
@@ -110,6 +111,7 @@ class stack_slots {
   std::size_t region_bytes_ = 0;
   unsigned share_ = 1;  // slots per worker for binding
   std::atomic<std::uint64_t> copies_{0};  // statistics: evictions that copied an image out
+  image_pool images_;                      // the images' memory (image_pool.hpp)
 };
 
 }  // namespace grove::internal

@@ -2,8 +2,10 @@
 // there is nothing to do. The protocols (where work comes from, states, parking) are described in
 // scheduler.cpp; the stack slots in stack_slots.hpp.
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include <grove/logger.hpp>
 
 #include "scheduler.hpp"
 #include "spawn.hpp"
@@ -337,10 +339,27 @@ void worker::run(process* p) {
                                            std::memory_order_relaxed)) {
   }
   try {
-    rt.slots.make_resident(p);
+    rt.slots.make_resident(p, index);
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "grove: out of memory saving a parked process's stack\n");
-    std::abort();
+    // The resident process's stack cannot be saved, so p cannot run on this slot now. Put p back at
+    // the end of the queue and let others run (and free memory); it is tried again later. Reported
+    // once per runtime.
+    for (process* waiters = rt.slots.release(p); waiters;) {
+      process* next = waiters->next_waiter;
+      push_local(waiters);
+      waiters = next;
+    }
+    std::uint32_t s2 = p->control.load(std::memory_order_relaxed);
+    // acq_rel: RUNNING → NOTIFIED, as after a yield
+    while (!p->control.compare_exchange_weak(s2, (s2 & ~ctl_running) | ctl_notified, std::memory_order_acq_rel,
+                                             std::memory_order_relaxed)) {
+    }
+    push_local(p);
+    rt.notify_work();
+    if (!rt.out_of_memory_reported.exchange(true, std::memory_order_relaxed))  // once per runtime
+      log(log_event{log_level::error, log_kind::out_of_memory, p->id(), {}, {},
+                    fmt::format("grove: out of memory saving a parked process's stack: {} waits until memory is freed", p->id())});
+    return;
   }
   current = p;
   p->worker = static_cast<std::uint16_t>(index);

@@ -115,6 +115,7 @@ runtime_fixture::~runtime_fixture() {
   CHECK_MESSAGE(u.stack_images == 0, "stack images leaked");
   CHECK_MESSAGE(u.arenas == 0, "arenas leaked");
   CHECK_MESSAGE(u.timers == 0, "timers leaked");
+  CHECK_MESSAGE(u.messages == 0, "message nodes leaked");
 }
 
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {

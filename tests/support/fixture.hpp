@@ -28,8 +28,8 @@ unsigned stress_scale();
 
 class stall_watch;
 
-// Starts a runtime; on destruction stops it and checks that every process, stack image, arena and
-// timer was released. While it runs, a watchdog (stall_watch, fixture.cpp) fails the test if
+// Starts a runtime; on destruction stops it and checks that every process, stack image, arena,
+// timer and message node was released. While it runs, a watchdog (stall_watch, fixture.cpp) fails the test if
 // runnable processes sit in the run queues while no worker resumes any process for 10 s: the
 // signature of a lost wake-up, which otherwise shows only as a timeout somewhere else.
 class runtime_fixture {
