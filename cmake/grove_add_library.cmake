@@ -15,6 +15,10 @@ function(grove_add_library export_name)
     PUBLIC $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>
     PRIVATE src)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic)
+  # Public, so code compiled against Grove gets it too: a frame larger than a page probes each page
+  # on the way down, so an overflow always lands in the execution stack's guard instead of jumping
+  # over it into another process's stack (runtime/src/stack_slots.hpp).
+  target_compile_options(${target} PUBLIC -fstack-clash-protection)
   if(GROVE_INSTALL)
     include(GNUInstallDirs)
     install(TARGETS ${target} EXPORT grove_targets

@@ -1,7 +1,8 @@
 // spawn.cpp: creating a process, and the first and last moments of its life on its own stack.
 //
-// spawn: take a PCB from the table (the process limit is enforced there), move the function object
-// into the PCB (inline when it fits in 32 bytes, else on the heap), set up spawn_link/spawn_monitor
+// spawn: take a PCB from the table (the process limit is enforced there), construct the function
+// object straight from the caller's argument in the PCB (inline when it fits in 32 bytes, else on the
+// heap: never a copy of it on the caller's stack first), set up spawn_link/spawn_monitor
 // before anyone can see the new pid (so they are atomic, as in Erlang), then queue it: in the
 // spawning worker's LIFO slot when a process spawns (the previous occupant moves to the local queue,
 // where others can steal it), or the inject queue from a foreign thread. It is born NOTIFIED
@@ -47,7 +48,7 @@ using namespace grove::internal;
 exit_reason exception_reason(const std::exception& e) { return exit_reason::exception(e.what(), typeid(e).name()); }
 exit_reason unknown_exception_reason() { return exit_reason::exception("unknown exception (not derived from std::exception)"); }
 
-result<spawned> spawn_entry(const spawn_options& options, const entry_ops& ops, void* fn) {
+result<spawned> spawn_entry(const spawn_options& options, const entry_ops& ops, void (*construct)(void*, void*), void* arg) {
   runtime_state* rt = current_runtime();
   if (!rt || rt->current_phase.load(std::memory_order_acquire) != runtime_state::phase::running) return errc::not_running;
   process* parent = current_process();
@@ -62,7 +63,7 @@ result<spawned> spawn_entry(const spawn_options& options, const entry_ops& ops, 
     void* storage = p->inline_entry;
     if (ops.size > inline_entry_bytes || ops.align > alignof(std::max_align_t)) storage = allocate_bytes(ops.size);
     try {
-      ops.move_construct(storage, fn);
+      construct(storage, arg);
     } catch (...) {
       if (storage != p->inline_entry) free_bytes(storage, ops.size);
       throw;

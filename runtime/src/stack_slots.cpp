@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -37,12 +38,13 @@ GROVE_NO_SANITIZE void copy_shadow(volatile unsigned char* to, const volatile un
 #endif
 
 // ---- Overflow reports ----
-// A process that runs off the bottom of its execution stack touches the slot's guard page. A SIGSEGV
+// A process that runs off the bottom of its execution stack touches the slot's guard. A SIGSEGV
 // handler (on an alternate stack, installed for each worker thread) recognises a fault in a guard
 // page and names the process before aborting; any other fault goes to the previous handler. Not
 // installed under the sanitizers, which report faults themselves.
 std::atomic<const stack_slots*> g_guarded{nullptr};  // shared: the running runtime's slots (release/acquire)
 std::atomic<const char* (*)()> g_describe_current{nullptr};  // shared: names the faulting process
+char g_stack_size_text[24] = "?";  // the stack size in bytes, as text, for the report (written at install)
 struct sigaction g_previous_segv;
 
 void write_all(const char* s) noexcept {
@@ -61,7 +63,10 @@ void write_all(const char* s) noexcept {
     write_all("grove: process ");
     auto describe = g_describe_current.load(std::memory_order_acquire);
     write_all(describe ? describe() : "?");
-    write_all(" overflowed its execution stack (runtime_config::stack_bytes); aborting\n");
+    write_all(" overflowed its execution stack of ");
+    write_all(g_stack_size_text);
+    write_all(" bytes (runtime_config::stack_bytes): a stack frame or a by-value capture this large belongs on the "
+              "heap; aborting\n");
     std::abort();
   }
   // Not ours: hand over to whoever handled SIGSEGV before us (or the default action).
@@ -78,11 +83,12 @@ void write_all(const char* s) noexcept {
 bool stack_slots::is_guard_page(const void* addr) const noexcept {
   auto a = reinterpret_cast<std::uintptr_t>(addr), b = reinterpret_cast<std::uintptr_t>(region_);
   if (a < b || a >= b + region_bytes_) return false;
-  return (a - b) % stride_ < page_bytes();
+  return (a - b) % stride_ < guard_bytes;
 }
 
 void stack_slots::install_overflow_reports(const char* (*describe_current)()) noexcept {
 #if !GROVE_ASAN && !GROVE_TSAN
+  std::snprintf(g_stack_size_text, sizeof g_stack_size_text, "%zu", stack_bytes_);  // before the release below
   g_describe_current.store(describe_current, std::memory_order_release);
   if (g_guarded.exchange(this, std::memory_order_acq_rel) == nullptr) {  // acq_rel: publishes this object to handlers
     struct sigaction sa {};
@@ -133,10 +139,10 @@ stack_slots::stack_slots(unsigned count, std::size_t stack_bytes, unsigned worke
     : slots_(count), cursors_(workers), images_(workers) {
   std::size_t page = page_bytes();
   stack_bytes_ = round_up(stack_bytes, page);
-  stride_ = stack_bytes_ + page;
+  stride_ = stack_bytes_ + guard_bytes;
   region_bytes_ = stride_ * count;
   region_ = static_cast<char*>(reserve_region(region_bytes_, false));
-  for (unsigned i = 0; i < count; ++i) protect_region(region_ + i * stride_, page);  // the guard page
+  for (unsigned i = 0; i < count; ++i) protect_region(region_ + i * stride_, guard_bytes);  // the guard
   share_ = count / (workers ? workers : 1);
   if (share_ == 0) share_ = 1;
 }

@@ -25,8 +25,15 @@
 //      short-lived one, waits and spawns again (a supervisor restarting a crashing child) touched a
 //      fresh slot, 1-3 new pages at ~2.7 us each, on every cycle until all 512 of a worker's slots
 //      had been used (bench/grove/restarts at 1,000: ~1,000 page faults, gone with this rule).
-// Overflow: each slot has a guard page below it (one mprotect each: 2 × slots mappings, far from the
-// 65,530 map limit). AddressSanitizer: images carry their shadow bytes with them, so ASan's view of
+// Overflow: each slot has a guard of guard_bytes (64 KiB) below it, one mprotect each (2 × slots
+// mappings, far from the 65,530 map limit). Grove's code and code built against grove::runtime use
+// -fstack-clash-protection (exported on the CMake targets), which probes every page of a large
+// frame, so the first probe of an overflowing frame lands in the guard, however large the frame; one
+// page would do for that code. The guard is 64 KiB so that code built without it (another
+// library's frames up to 64 KiB, or a large frame that writes only its first few KiB) still faults
+// in the guard instead of writing over the stack below, the one of another process. It costs address
+// space only: reserving and protecting 8,192 slots took the same 19-35 ms with a 4 KiB or a 64 KiB
+// guard (bench/grove/stack_guard_probe.cpp, 3 rounds each), and PROT_NONE pages are never backed. AddressSanitizer: images carry their shadow bytes with them, so ASan's view of
 // each parked stack survives eviction (saving bytes alone gives false reports, DESIGN-NOTES §2).
 //
 // Rejected: a stack per process (memory and spawn cost above; and guard pages for a million stacks
@@ -76,6 +83,7 @@ class stack_slots {
 
   // Overflow reports (stack_slots.cpp): a SIGSEGV in a guard page names the process and aborts.
   bool is_guard_page(const void* addr) const noexcept;
+  static constexpr std::size_t guard_bytes = 64 * 1024;
   void install_overflow_reports(const char* (*describe_current)()) noexcept;  // at runtime start
   void remove_overflow_reports() noexcept;                                    // at stop
   static void* prepare_signal_stack() noexcept;        // each worker thread, at its start
@@ -106,7 +114,7 @@ class stack_slots {
   std::vector<slot> slots_;
   std::vector<worker_cursor> cursors_;
   std::size_t stack_bytes_ = 0;
-  std::size_t stride_ = 0;  // guard page + stack
+  std::size_t stride_ = 0;  // guard + stack
   char* region_ = nullptr;
   std::size_t region_bytes_ = 0;
   unsigned share_ = 1;  // slots per worker for binding

@@ -1,6 +1,8 @@
 // Processes: spawn, self, exit reasons, yield, pids, the process limit, start/stop.
 #include "support/fixture.hpp"
 
+#include <array>
+#include <memory>
 #include <set>
 #include <thread>
 #include <unordered_map>
@@ -315,4 +317,52 @@ TEST_CASE("a foreign thread can spawn, send and wait for replies with a timeout"
     });
   for (auto& t : threads) t.join();
   CHECK(correct == 4 * 101);
+}
+
+namespace {
+template <std::size_t N>
+struct big_capture {
+  std::array<unsigned char, N> bytes{};
+  big_capture() {
+    for (std::size_t i = 0; i < N; ++i) bytes[i] = static_cast<unsigned char>(i * 7);
+  }
+  std::uint64_t sum() const {
+    std::uint64_t s = 0;
+    for (auto b : bytes) s += b;
+    return s;
+  }
+};
+}  // namespace
+
+TEST_CASE("a process spawns a callable with a 128 KiB by-value capture: it is built in its place, not copied on the stack") {
+  grove_test::runtime_fixture rt;  // 256 KiB stacks: the capture is half of the spawner's
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  const std::uint64_t expected = big_capture<128 * 1024>().sum();
+  grove::spawn([self] {
+    grove::spawn([self, big = big_capture<128 * 1024>()] { grove::send(self, big.sum()); });
+  });
+  CHECK(grove::receive([](std::uint64_t s) { return s; }, grove::after(patience, [] { return std::uint64_t{0}; })) == expected);
+  // An lvalue is copied into the new process (and stays usable), a move-only callable is moved.
+  grove::spawn([self] {
+    auto keep = [self, big = big_capture<100 * 1024>()] { grove::send(self, big.sum()); };
+    grove::spawn(keep);
+    keep();
+    auto owned = std::make_unique<int>(7);
+    grove::spawn([self, owned = std::move(owned)] { grove::send(self, static_cast<std::uint64_t>(*owned)); });
+  });
+  std::multiset<std::uint64_t> got;
+  for (int i = 0; i < 3; ++i) got.insert(grove::receive([](std::uint64_t s) { return s; }, grove::after(patience, [] { return std::uint64_t{0}; })));
+  const std::uint64_t hundred = big_capture<100 * 1024>().sum();
+  CHECK(got == std::multiset<std::uint64_t>{7, hundred, hundred});
+}
+
+TEST_CASE("a foreign thread spawns a callable with a 1 MiB by-value capture") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  auto big = std::make_unique<big_capture<1024 * 1024>>();  // the capture's source lives on the heap here
+  const std::uint64_t expected = big->sum();
+  grove::spawn([self, copy = *big] { grove::send(self, copy.sum()); });
+  CHECK(grove::receive([](std::uint64_t s) { return s; }, grove::after(patience, [] { return std::uint64_t{0}; })) == expected);
 }

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstddef>
 #include <exception>
+#include <memory>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -73,7 +74,6 @@ exit_reason unknown_exception_reason();
 struct entry_ops {
   exit_reason (*run)(void* fn) noexcept;  // the process's exit reason when the callable returns or throws
   void (*destroy)(void* fn) noexcept;
-  void (*move_construct)(void* dst, void* src);
   std::size_t size;
   std::size_t align;
 };
@@ -97,12 +97,20 @@ inline constexpr entry_ops entry_ops_for{
       }
     },
     [](void* fn) noexcept { static_cast<F*>(fn)->~F(); },
-    [](void* dst, void* src) { ::new (dst) F(std::move(*static_cast<F*>(src))); },
     sizeof(F),
     alignof(F),
 };
 
-result<spawned> spawn_entry(const spawn_options& options, const entry_ops& ops, void* fn);
+// Constructs the process's copy of the callable straight from the caller's argument (moved from an
+// rvalue, copied from an lvalue) into its storage in the PCB or on the heap: no temporary of the
+// callable's size on the calling process's stack, whose whole size is runtime_config::stack_bytes.
+template <class Fn, class Arg>
+void construct_entry(void* dst, void* src) {
+  ::new (dst) Fn(std::forward<Arg>(*static_cast<std::remove_reference_t<Arg>*>(src)));
+}
+
+result<spawned> spawn_entry(const spawn_options& options, const entry_ops& ops, void (*construct)(void* dst, void* src),
+                            void* arg);
 }  // namespace detail
 
 // Spawns `fn` as a new process. Never blocks. Returns errc::process_limit at the limit,
@@ -111,8 +119,9 @@ template <class F>
 result<spawned> try_spawn(const spawn_options& options, F&& fn) {
   using fn_t = std::decay_t<F>;
   static_assert(std::is_invocable_v<fn_t&>, "spawn takes a callable with no arguments (capture what it needs)");
-  fn_t f(std::forward<F>(fn));
-  return detail::spawn_entry(options, detail::entry_ops_for<fn_t>, &f);
+  static_assert(std::is_constructible_v<fn_t, F&&>, "spawn needs a callable it can move or copy into the new process");
+  return detail::spawn_entry(options, detail::entry_ops_for<fn_t>, &detail::construct_entry<fn_t, F&&>,
+                             const_cast<void*>(static_cast<const volatile void*>(std::addressof(fn))));
 }
 
 // As try_spawn, but throws grove::error on failure.
