@@ -66,11 +66,30 @@ monitor_ref monitor(pid target) {
   return monitor_ref{ref, target};
 }
 
+monitor_ref monitor(std::string_view name) {
+  process* p = require_process();
+  runtime_state& rt = require_runtime();
+  if (name.empty()) throw error(errc::bad_argument, "monitor: an empty name");
+  std::uint64_t ref = rt.next_ref.fetch_add(1, std::memory_order_relaxed);  // uniqueness is all we need
+  // OTP resolves the name once, now: the monitor is on the process that holds it at this moment.
+  const pid target = rt.names.find(name);
+  process_extra& ex = p->ensure_extra();
+  ex.monitors.emplace(ref, target);
+  ex.monitor_names.emplace(ref, std::string(name));
+  if (target.is_null() || !deliver(rt, target, make_signal<monitor_signal>(p->id(), ref), false)) {
+    // Nobody holds the name (or its holder is gone): the down comes at once, with noproc.
+    p->mail.push(make_signal<down_signal>(target, ref, exit_reason::noproc()));
+  }
+  return monitor_ref{ref, target};
+}
+
 bool demonitor(const monitor_ref& ref, bool flush) {
   process* p = require_process();
   bool active = p->extra && p->extra->monitors.erase(ref.id) > 0;
   if (active) {
-    if (runtime_state* rt = current_runtime()) deliver(*rt, ref.target, make_signal<demonitor_signal>(p->id(), ref.id), false);
+    p->extra->monitor_names.erase(ref.id);
+    if (runtime_state* rt = current_runtime(); rt && !ref.target.is_null())
+      deliver(*rt, ref.target, make_signal<demonitor_signal>(p->id(), ref.id), false);
   }
   if (flush) {
     drain_inbox(p);  // a down already in the inbox is dropped here (the monitor is gone)

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -51,6 +52,7 @@ inline constexpr std::size_t inline_entry_bytes = 32;
 struct process_extra {
   std::unordered_set<pid> links;                        // owner
   std::unordered_map<std::uint64_t, pid> monitors;      // owner: monitors it holds (ref id → target)
+  std::unordered_map<std::uint64_t, std::string> monitor_names;  // owner: those made by registered name (ref id → name)
   std::unordered_map<std::uint64_t, pid> monitored_by;  // owner: monitors on it (ref id → watcher)
   std::unordered_set<std::uint64_t> aliases;            // owner: its active aliases
   exit_reason reason;                                   // owner: why it is exiting (valid once exiting)

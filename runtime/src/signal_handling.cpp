@@ -57,7 +57,13 @@ effect handle_signal(process* p, message_node* n) {
   }
   if (auto* s = signal_as<down_signal>(n)) {
     if (p->exiting || !p->extra || p->extra->monitors.erase(s->ref) == 0) return effect::none;
-    p->saved.append(detail::make_node<down>(down{monitor_ref{s->ref, s->from}, s->from, std::move(s->reason)}));
+    down d{monitor_ref{s->ref, s->from}, s->from, std::move(s->reason), {}, {}};
+    if (auto it = p->extra->monitor_names.find(s->ref); it != p->extra->monitor_names.end()) {
+      d.name = std::move(it->second);  // a monitor by name: the item is {name, node}, as in OTP
+      d.node = local_node_name;
+      p->extra->monitor_names.erase(it);
+    }
+    p->saved.append(detail::make_node<down>(std::move(d)));
     return effect::queued;
   }
   if (auto* s = signal_as<info_signal>(n)) {

@@ -332,3 +332,75 @@ TEST_CASE("a linked chain propagates a crash to every process that does not trap
   grove::exit(chain.front(), grove::exit_reason("chain"));
   for (auto& r : refs) CHECK(wait_down(r).text() == "chain");
 }
+
+TEST_CASE("a monitor by registered name gets a down naming {name, node}, with the holder's pid and reason") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  grove::pid db = grove::spawn([] {
+    grove::receive([](go) {});
+    grove::exit(grove::exit_reason("db_lost"));
+  });
+  grove::register_name("db", db);
+  auto ref = grove::monitor("db");
+  CHECK(ref.target == db);
+  grove::send(db, go{});
+  auto d = grove::receive([](grove::down d) { return d; }, grove::after(patience, [] { return grove::down{}; }));
+  CHECK(d.ref == ref);
+  CHECK(d.from == db);
+  CHECK(d.name == "db");
+  CHECK(d.node == grove::local_node_name);
+  CHECK(d.reason.text() == "db_lost");
+  // A monitor by pid names no {name, node}.
+  auto p = grove::spawn_monitor([] {});
+  auto by_pid = grove::receive([](grove::down d) { return d; }, grove::after(patience, [] { return grove::down{}; }));
+  CHECK(by_pid.ref == p.monitor);
+  CHECK(by_pid.name.empty());
+  CHECK(by_pid.node.empty());
+}
+
+TEST_CASE("a monitor by a name nobody holds gets noproc at once, from a process and from a foreign thread") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  auto ref = grove::monitor("nobody");
+  CHECK(ref.target.is_null());
+  auto d = grove::receive([](grove::down d) { return d; }, grove::after(patience, [] { return grove::down{}; }));
+  CHECK(d.ref == ref);
+  CHECK(d.reason.what_kind() == grove::exit_reason::kind::noproc);
+  CHECK(d.name == "nobody");
+  CHECK(d.from.is_null());
+  const grove::pid self = me.pid();
+  grove::spawn([self] {
+    auto r = grove::monitor("nobody_either");
+    auto got = grove::receive([](grove::down d) { return d; });
+    grove::send(self, got.ref == r && got.reason.what_kind() == grove::exit_reason::kind::noproc && got.name == "nobody_either");
+  });
+  CHECK(grove::receive([](bool ok) { return ok; }, grove::after(patience, [] { return false; })));
+  CHECK_THROWS_AS(grove::monitor(std::string_view{}), grove::error);
+}
+
+TEST_CASE("a monitor by name stays on the process that held the name, and demonitor stops it") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  grove::pid first = grove::spawn([] { grove::receive([](go) {}); });
+  grove::register_name("svc", first);
+  auto ref = grove::monitor("svc");
+  // The name moves to another process: the monitor does not follow it (OTP resolves it once).
+  REQUIRE(grove::unregister("svc"));
+  grove::pid second = grove::spawn([] { grove::receive([](go) {}); });
+  grove::register_name("svc", second);
+  grove::send(second, go{});
+  grove::send(first, go{});
+  auto d = grove::receive([](grove::down d) { return d; }, grove::after(patience, [] { return grove::down{}; }));
+  CHECK(d.ref == ref);
+  CHECK(d.from == first);
+  CHECK(d.name == "svc");
+  // demonitor (with flush) of a name monitor: no down ever arrives.
+  grove::pid third = grove::spawn([] { grove::receive([](go) {}); });
+  grove::register_name("svc3", third);
+  auto r3 = grove::monitor("svc3");
+  CHECK(grove::demonitor(r3, true));
+  grove::exit(third, grove::exit_reason::kill());
+  auto gone = grove::monitor(third);  // a plain monitor sees the death...
+  CHECK(grove::receive([](grove::down d) { return d; }, grove::after(patience, [] { return grove::down{}; })).ref == gone);
+  CHECK_FALSE(grove::receive([](grove::down) { return true; }, grove::after(0ms, [] { return false; })));  // ...the name one not
+}

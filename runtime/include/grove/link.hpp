@@ -15,6 +15,8 @@
 
 #include <cstdint>
 #include <ostream>
+#include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -39,11 +41,20 @@ struct exit_signal {
   exit_reason reason;
 };
 
+// The node name of a Grove runtime that is not part of a cluster, as Erlang's node() on a
+// non-distributed node.
+inline constexpr std::string_view local_node_name = "nonode@nohost";
+
 // The message a watcher receives when a monitored process exits (or did not exist: reason noproc).
+// For a monitor by registered name, the monitored item is {name, node} as in OTP's
+// {'DOWN', Ref, process, {Name, Node}, Reason}: `name` and `node` are set, and `from` is the process
+// that held the name when the monitor was made (null if nobody did). For a monitor by pid both are empty.
 struct down {
   monitor_ref ref;
   grove::pid from;
   exit_reason reason;
+  std::string name;
+  std::string node;
 };
 
 // Links the calling process and `other` (a no-op if linked already, or if other is the caller).
@@ -54,6 +65,11 @@ void link(pid other);
 void unlink(pid other);
 // Starts monitoring `target`; see the file comment.
 monitor_ref monitor(pid target);
+// Starts monitoring the process registered as `name` (OTP's monitor(process, Name)): the name is
+// looked up now and the monitor is on that process, whatever the name names later. Its down message
+// names {name, node} (see down). If nobody holds the name, the down comes at once with noproc.
+// Throws grove::error(errc::bad_argument) for an empty name.
+monitor_ref monitor(std::string_view name);
 // Stops the monitor. With flush, also removes its down message if one is already in the mailbox.
 // Returns false if `ref` is not an active monitor of the caller (unknown, or already fired).
 bool demonitor(const monitor_ref& ref, bool flush = false);
