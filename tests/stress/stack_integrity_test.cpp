@@ -209,9 +209,16 @@ TEST_CASE("pointers into a parked process's own stack stay valid with three proc
   grove_test::runtime_fixture rt({.stack_slots = slots});
   const std::uint32_t n = 3 * slots * grove_test::stress_scale();
   const std::uint32_t rounds = 8;
-  run_result r = run_ring_of_checkers(n, rounds);
-  REQUIRE(r.reports == n);
-  CHECK(r.failures == 0);
+  // Whether a process migrates is the scheduler's choice: with only 192 processes on 2 workers a run
+  // without any migration was seen (1 in ~30 runs beside a sanitizer build). Up to 5 rings, each
+  // checked in full, until one has migrated.
+  run_result r;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    r = run_ring_of_checkers(n, rounds);
+    REQUIRE(r.reports == n);
+    CHECK(r.failures == 0);
+    if (grove_test::test_workers() < 2 || r.migrated > 0) break;
+  }
   CHECK(grove::system_info().stack_image_copies > 0);
   if (grove_test::test_workers() >= 2) {
     CHECK(r.migrated > 0);  // started processes moved between workers with their stacks
