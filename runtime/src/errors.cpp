@@ -54,6 +54,9 @@ std::string exit_reason::to_string() const {
   switch (kind_) {
     case kind::exception: return std::string("exception: ").append(text());
     case kind::max_heap_size: return std::string("max_heap_size: ").append(text());
+    case kind::user:
+      if (!description().empty()) return std::string(text()).append(": ").append(description());
+      return std::string(text());
     default: return std::string(text());
   }
 }

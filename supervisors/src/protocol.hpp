@@ -47,6 +47,7 @@ struct reply {
   grove::pid pid;
   std::vector<child_info> children;
   child_counts counts;
+  start_error failure;  // a failed start_child / restart_child: the details (code repeats `code`)
 };
 
 // A reply relayed by the helper process of a call with a finite timeout (supervisor.cpp).
@@ -57,8 +58,7 @@ struct relayed_reply {
 
 struct init_ack {
   grove::pid supervisor;
-  std::error_code code;
-  std::string message;  // the whole story when code is set
+  start_error failure;  // failure.code unset: started
 };
 
 struct restart_due {
@@ -66,6 +66,9 @@ struct restart_due {
   std::uint64_t generation = 0;  // stale unless equal to the child's
   bool count = false;            // a retry after a failed start: counts toward the intensity
 };
+
+// {shutdown, {failed_to_start_child, Id, Reason}}: a supervisor's exit reason when child `id` did not start.
+exit_reason failed_to_start_reason(const std::string& id, const exit_reason& reason);
 
 // Runs a supervisor in the calling process (the body of the process try_start_link spawns).
 [[noreturn]] void run_supervisor(pid parent, flags f, std::vector<child_spec> specs);

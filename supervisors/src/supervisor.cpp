@@ -28,10 +28,6 @@ using internal::request;
 // infinity, or a timeout too long to represent (grove/duration.hpp): no relay, no after clause.
 bool is_infinite(std::chrono::milliseconds t) { return grove::is_forever(t); }
 
-struct start_result {
-  result<grove::pid> started;
-  std::string message;
-};
 
 reply call_direct(grove::pid sup, request req) {
   const bool stopping = req.what == op::stop;
@@ -111,17 +107,24 @@ reply call(grove::pid sup, request req, std::chrono::milliseconds timeout) {
   return out;
 }
 
+// A start_error with only a code and its sentence.
+start_error plain_error(std::error_code code, std::string message) {
+  start_error e(code);
+  e.message = std::move(message);
+  return e;
+}
+
 start_result start(const flags& f, std::vector<child_spec> specs, std::chrono::milliseconds timeout) {
-  if (problem p = validate(f, specs)) return {p.code, std::move(p.message)};
+  if (problem p = validate(f, specs)) return plain_error(p.code, std::move(p.message));
   const grove::pid parent = self();
   if (parent.is_null())
-    return {make_error_code(grove::errc::not_in_process),
-            "supervisor start failed: start_link needs a calling process (a process or a scoped_process)"};
+    return plain_error(make_error_code(grove::errc::not_in_process),
+                       "supervisor start failed: start_link needs a calling process (a process or a scoped_process)");
   auto spawned = try_spawn(spawn_options{.link = true, .monitor = true, .trap_exit = true},
                            [parent, f, specs = std::move(specs)]() mutable {
                              internal::run_supervisor(parent, std::move(f), std::move(specs));
                            });
-  if (!spawned) return {spawned.error(), fmt::format("supervisor start failed: {}", spawned.error().message())};
+  if (!spawned) return plain_error(spawned.error(), fmt::format("supervisor start failed: {}", spawned.error().message()));
   const grove::pid sup = spawned->pid;
   const monitor_ref mon = spawned->monitor;
   auto is_down = [mon](const down& d) { return d.ref == mon; };
@@ -141,69 +144,80 @@ start_result start(const flags& f, std::vector<child_spec> specs, std::chrono::m
                               : receive(on_ack, on_down, after(timeout, [] { return got::timeout; }));
   switch (g) {
     case got::ack:
-      if (!ack.code) {
+      if (!ack.failure.code) {
         demonitor(mon, true);
-        return {sup, {}};
+        return sup;
       }
-      // It unlinked from us before acking, stopped its children and is exiting: wait until it has.
+      // It stopped its children and is exiting, with {shutdown, {failed_to_start_child, ...}} (or
+      // normal, for a taken name). Wait until it has: its exit signal comes before its down, so a
+      // parent that does not trap exits dies of it here (OTP), and one that traps keeps it as a message.
       receive(when(is_down, [](down) {}));
-      return {ack.code, std::move(ack.message)};
+      return std::move(ack.failure);
     case got::down:
       // It was ended from outside during its start. If we trap exits, its exit_signal is ours to drop.
       receive(when([sup](const exit_signal& e) { return e.from == sup; }, [](exit_signal) {}),
               after(std::chrono::milliseconds(0)));
-      return {make_error_code(grove::errc::noproc),
-              fmt::format("supervisor start failed: the supervisor exited while starting: {}", died)};
+      return plain_error(make_error_code(grove::errc::noproc),
+                         fmt::format("supervisor start failed: the supervisor exited while starting: {}", died));
     case got::timeout:
       unlink(sup);
       exit(sup, exit_reason::kill());  // stuck in a start function: nothing else can stop it
       receive(when(is_down, [](down) {}));
       receive(when([sup](const init_ack& a) { return a.supervisor == sup; }, [](init_ack) {}),
               after(std::chrono::milliseconds(0)));
-      return {make_error_code(grove::errc::timeout),
-              fmt::format("supervisor start failed: not started within {} ms", timeout.count())};
+      return plain_error(make_error_code(grove::errc::timeout),
+                         fmt::format("supervisor start failed: not started within {} ms", timeout.count()));
   }
-  return {make_error_code(grove::errc::timeout), "unreachable"};
+  return plain_error(make_error_code(grove::errc::timeout), "unreachable");
 }
 
 }  // namespace
 
 pid start_link(const flags& f, std::vector<child_spec> specs, std::chrono::milliseconds timeout) {
   start_result r = start(f, std::move(specs), timeout);
-  if (r.started) return *r.started;
-  const std::error_code ec = r.started.error();
-  if (ec.category() == grove_category()) throw grove::error(static_cast<grove::errc>(ec.value()), r.message);
-  throw error(ec, r.message);
+  if (r) return *r;
+  start_error e = r.error();
+  if (e.code.category() == grove_category()) throw grove::error(static_cast<grove::errc>(e.code.value()), e.message);
+  throw error(std::move(e));
 }
 
-result<pid> try_start_link(const flags& f, std::vector<child_spec> specs, std::chrono::milliseconds timeout) {
-  return std::move(start(f, std::move(specs), timeout).started);
+start_result try_start_link(const flags& f, std::vector<child_spec> specs, std::chrono::milliseconds timeout) {
+  return start(f, std::move(specs), timeout);
 }
 
 child_spec supervisor_child(std::string id, flags f, std::vector<child_spec> specs) {
   child_spec spec;
   spec.id = std::move(id);
   spec.type = child_type::supervisor;
-  // The throwing start_link, so that the nested supervisor's reason reaches our start_failed report.
-  spec.start = [f = std::move(f), specs = std::move(specs)]() -> result<pid> { return start_link(f, specs); };
+  // A nested supervisor that fails to start: its own exit reason, {shutdown, {failed_to_start_child,
+  // Id, Reason}}, is this child's reason, as in OTP.
+  spec.start = [f = std::move(f), specs = std::move(specs)]() -> start_return {
+    start_result r = try_start_link(f, specs);
+    if (r) return *r;
+    const start_error e = r.error();
+    if (e.code == errc::start_failed) return internal::failed_to_start_reason(e.child_id, e.reason);
+    if (e.reason.is_normal()) return e.code;
+    return e.reason;
+  };
   return spec;
 }
 
 namespace {
 
-// The pid a management call answered with, or its error.
-result<pid> pid_or_error(const reply& x) {
-  if (x.code) return x.code;
-  return x.pid;
+// The pid a start call answered with, or its error.
+start_result pid_or_error(const reply& x) {
+  if (!x.code) return x.pid;
+  if (x.failure.code) return x.failure;
+  return start_error(x.code);
 }
 
 }  // namespace
 
-result<pid> start_child(pid sup, child_spec spec, std::chrono::milliseconds timeout) {
+start_result start_child(pid sup, child_spec spec, std::chrono::milliseconds timeout) {
   return pid_or_error(call(sup, request{.what = op::start_child, .spec = std::move(spec)}, timeout));
 }
 
-result<pid> start_child(pid sup, std::any args, std::chrono::milliseconds timeout) {
+start_result start_child(pid sup, std::any args, std::chrono::milliseconds timeout) {
   return pid_or_error(call(sup, request{.what = op::start_dynamic, .args = std::move(args)}, timeout));
 }
 
@@ -215,7 +229,7 @@ std::error_code terminate_child(pid sup, pid child, std::chrono::milliseconds ti
   return call(sup, request{.what = op::terminate_pid, .child = child}, timeout).code;
 }
 
-result<pid> restart_child(pid sup, std::string_view id, std::chrono::milliseconds timeout) {
+start_result restart_child(pid sup, std::string_view id, std::chrono::milliseconds timeout) {
   return pid_or_error(call(sup, request{.what = op::restart_child, .id = std::string(id)}, timeout));
 }
 

@@ -20,10 +20,12 @@
 //   stale and ignored, as OTP does.
 //
 // ## The protocol, in numbered steps
-// 1. Start (run): register the name if any; start each spec in order (start()). If one fails, stop
-//    the started ones in reverse order, unlink from the parent, send it init_ack with the error and
-//    exit `shutdown` (with the reason as payload): the parent gets an error, not an exit signal, and
-//    nothing is left running. Otherwise send init_ack and serve.
+// 1. Start (run): register the name if any (taken: init_ack already_started with the holder's pid,
+//    exit normal); start each spec in order (start()). If one fails, stop the started ones in
+//    reverse order, send the parent init_ack with the start_error (the child's id and reason) and
+//    exit with {shutdown, {failed_to_start_child, Id, Reason}}, as OTP 25 does: the linked parent
+//    gets that exit signal too (it dies of it unless it traps exits), and nothing is left running.
+//    Otherwise send init_ack and serve.
 // 2. A child exits (child_exited): by its restart type, OTP's do_restart: permanent → report
 //    child_crashed and restart; transient → the same unless the reason is normal or shutdown-like
 //    (then stopped, or forgotten if dynamic); temporary → report if abnormal and forget. A significant
@@ -66,6 +68,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <typeinfo>
 
 #include "shutdown.hpp"
 
@@ -92,12 +95,20 @@ supervisor_process::supervisor_process(pid parent, flags f)
 
 // ---- 1. start ----
 
+exit_reason failed_to_start_reason(const std::string& id, const exit_reason& reason) {
+  return exit_reason::user<failed_to_start_child>("shutdown", failed_to_start_child{id, reason},
+                                                  fmt::format("failed_to_start_child '{}': {}", id, reason));
+}
+
 void supervisor_process::run(std::vector<child_spec> specs) {
   if (!flags_.name.empty()) {
-    if (std::error_code ec = try_register_name(flags_.name, self_))
-      fail_start(
-          make_error_code(errc::already_started),
-          fmt::format("supervisor start failed: the name '{}' cannot be registered: {}", flags_.name, ec.message()));
+    if (std::error_code ec = try_register_name(flags_.name, self_)) {
+      start_error e;
+      e.code = make_error_code(errc::already_started);
+      e.pid = whereis(flags_.name);
+      e.message = fmt::format("supervisor start failed: the name '{}' cannot be registered: {}", flags_.name, ec.message());
+      fail_start(std::move(e), exit_reason::normal());  // OTP: {error, {already_started, Pid}}, exit normal
+    }
   }
   if (simple_) {
     template_ = std::make_shared<const child_spec>(std::move(specs.front()));
@@ -107,23 +118,32 @@ void supervisor_process::run(std::vector<child_spec> specs) {
       child_it c = add_child(std::make_shared<const child_spec>(std::move(specs[i])), {});
       start_outcome out = start(c);
       if (!out.why.empty()) {
-        report(report_kind::start_failed, *c, {}, exit_reason::normal(), out.why);
-        std::string message =
-            fmt::format("supervisor start failed: child '{}' (spec {} of {}): {}", c->spec->id, i + 1, n, out.why);
+        report(report_kind::start_failed, *c, {}, out.reason, out.why);
+        start_error e = failed_start(*c, out);
+        e.message = fmt::format("supervisor start failed: child '{}' (spec {} of {}): {}", c->spec->id, i + 1, n, out.why);
         stop_all();
-        fail_start(make_error_code(errc::start_failed), message);
+        exit_reason exit_with = failed_to_start_reason(c->spec->id, out.reason);
+        fail_start(std::move(e), std::move(exit_with));
       }
     }
   }
-  send(parent_, init_ack{self_, {}, {}});
+  send(parent_, init_ack{self_, {}});
   serve();
   grove::exit(exit_reason::normal());  // not reached: serve() ends only by exiting
 }
 
-void supervisor_process::fail_start(std::error_code code, const std::string& message) {
-  unlink(parent_);  // before the ack: the parent must not get our exit signal (it gets the error)
-  send(parent_, init_ack{self_, code, message});
-  grove::exit(exit_reason::user<std::string>("shutdown", message));
+void supervisor_process::fail_start(start_error e, exit_reason exit_with) {
+  send(parent_, init_ack{self_, std::move(e)});  // before our exit: the parent finds the details first
+  grove::exit(std::move(exit_with));
+}
+
+start_error supervisor_process::failed_start(const child& c, const start_outcome& out) const {
+  start_error e;
+  e.code = make_error_code(errc::start_failed);
+  e.child_id = c.spec->id;
+  e.reason = out.reason;
+  e.message = fmt::format("child '{}' failed to start: {}", c.spec->id, out.why);
+  return e;
 }
 
 // ---- serving ----
@@ -181,8 +201,8 @@ void supervisor_process::forget(child_it c) {
 supervisor_process::start_outcome supervisor_process::start(child_it c) {
   const child_spec& spec = *c->spec;
   if (c->args.has_value() && !spec.start_with)
-    return {"start_child passed arguments, but the template has no start_with"};
-  result<pid> r = grove::errc::bad_argument;
+    return {"start_child passed arguments, but the template has no start_with", exit_reason("bad_start_args")};
+  start_return r = exit_reason("no_start_function");
   try {
     if (spec.start_with && (c->args.has_value() || !spec.start)) {
       r = spec.start_with(c->args);
@@ -190,19 +210,20 @@ supervisor_process::start_outcome supervisor_process::start(child_it c) {
       r = spec.start();
     }
   } catch (const std::exception& e) {
-    return {fmt::format("start function threw: {}", e.what())};
+    return {fmt::format("start function threw: {}", e.what()), exit_reason::exception(e.what(), typeid(e).name())};
   } catch (...) {
     rethrow_if_exiting();  // our own exit unwinding through the start function: let it go on
-    return {"start function threw something that is not a std::exception"};
+    return {"start function threw something that is not a std::exception", exit_reason::exception("unknown exception")};
   }
-  if (!r) {
-    return {fmt::format("start function returned an error: {}", r.error().message()),
-            r.error() == make_error_code(grove::errc::not_running)};
+  if (!r.started()) {
+    const std::error_code* ec = r.reason().payload<std::error_code>();
+    const bool stopping = ec && *ec == make_error_code(grove::errc::not_running);
+    if (r.reason().is_normal()) return {"start function returned no pid", exit_reason("no_pid")};
+    return {fmt::format("start function returned an error: {}", r.reason()), r.reason(), stopping};
   }
-  const pid p = *r;
-  if (p.is_null()) return {"start function returned no pid"};
+  const pid p = r.pid();
   if (p == self_ || by_pid_.count(p))
-    return {fmt::format("start function returned {}, which is already supervised here", p)};
+    return {fmt::format("start function returned {}, which is already supervised here", p), exit_reason("already_supervised")};
   link(p);  // a no-op when the start function linked, as it should (child_spec.hpp)
   c->pid = p;
   c->state = child_state::running;
@@ -416,22 +437,24 @@ child_info supervisor_process::info_of(const child& c) const {
 }
 
 // A child that a management call has just added: start it, or report the failure and forget it.
-result<pid> supervisor_process::start_added(child_it c) {
+start_result supervisor_process::start_added(child_it c) {
   start_outcome s = start(c);
   if (s.why.empty()) return c->pid;
-  report(report_kind::start_failed, *c, {}, exit_reason::normal(), s.why);
+  report(report_kind::start_failed, *c, {}, s.reason, s.why);
+  start_error e = failed_start(*c, s);
   forget(c);
-  return make_error_code(errc::start_failed);
+  return e;
 }
 
 void supervisor_process::on_request(request r) {
   reply out;
   out.ref = r.ref;
-  auto answer_with = [&out](const result<pid>& started) {
+  auto answer_with = [&out](const start_result& started) {
     if (started) {
       out.pid = *started;
     } else {
-      out.code = started.error();
+      out.failure = started.error();
+      out.code = out.failure.code;
     }
   };
   auto find_id = [&](std::error_code& ec) -> child_it {
@@ -464,7 +487,11 @@ void supervisor_process::on_request(request r) {
       if (auto it = by_id_.find(r.spec->id); it != by_id_.end()) {
         out.code =
             make_error_code(it->second->state == child_state::running ? errc::already_started : errc::already_present);
-        out.pid = it->second->pid;
+        out.failure.code = out.code;
+        out.failure.child_id = r.spec->id;
+        out.failure.pid = it->second->pid;  // OTP's {already_started, Pid}
+        out.failure.message = fmt::format("child '{}' is {}", r.spec->id,
+                                          it->second->state == child_state::running ? "already started" : "already present");
         break;
       }
       answer_with(start_added(add_child(std::make_shared<const child_spec>(std::move(*r.spec)), {})));
@@ -504,8 +531,9 @@ void supervisor_process::on_request(request r) {
       } else if (c->state == child_state::restarting) {
         out.code = make_error_code(errc::restarting);
       } else if (start_outcome s = start(c); !s.why.empty()) {
-        report(report_kind::start_failed, *c, {}, exit_reason::normal(), s.why);
-        out.code = make_error_code(errc::start_failed);
+        report(report_kind::start_failed, *c, {}, s.reason, s.why);
+        out.failure = failed_start(*c, s);
+        out.code = out.failure.code;
       } else {
         out.pid = c->pid;
       }

@@ -41,13 +41,14 @@ class supervisor_process {
   using child_list = std::list<child>;
   using child_it = child_list::iterator;
 
-  // What start() found: empty `why` on success.
+  // What start() found: empty `why` on success; else `why` in words and the child's `reason`.
   struct start_outcome {
     std::string why;
+    exit_reason reason{};
     bool runtime_stopping = false;  // spawn said not_running: grove::runtime::stop is under way
   };
 
-  [[noreturn]] void fail_start(std::error_code code, const std::string& message);
+  [[noreturn]] void fail_start(start_error e, exit_reason exit_with);
   void serve();  // the loop; returns never (exits by grove::exit)
   void on_exit_signal(exit_signal e);
   void on_request(request r);
@@ -56,7 +57,8 @@ class supervisor_process {
   child_it add_child(std::shared_ptr<const child_spec> spec, std::any args);
   void forget(child_it c);
   start_outcome start(child_it c);
-  result<pid> start_added(child_it c);
+  start_result start_added(child_it c);
+  start_error failed_start(const child& c, const start_outcome& out) const;
   void child_exited(child_it c, exit_reason why);
   void restart(child_it c, grove::pid crashed);  // c crashed as `crashed`
   void restart_group(child_it trigger);

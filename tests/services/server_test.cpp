@@ -372,3 +372,20 @@ TEST_CASE("a server under a one_for_one supervisor is restarted after its handle
   CHECK(!sup::stop(sup_pid));
   grove::trap_exit(false);
 }
+
+TEST_CASE("a server child whose init fails makes its supervisor's start fail with init's reason") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  grove::trap_exit(true);  // the failed supervisor's exit signal comes as a message
+  auto r = sup::try_start_link({.logger = sup::logger{}}, {svc::server_child<fails_init>("config", {}, 1)});
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == sup::errc::start_failed);
+  CHECK(r.error().child_id == "config");
+  CHECK(r.error().reason.is_exception());
+  CHECK(r.error().reason.text() == "no config");
+  auto e = grove::receive([](grove::exit_signal e) { return e; }, grove::after(grove_test::patience, [] { return grove::exit_signal{}; }));
+  const auto* f = e.reason.payload<sup::failed_to_start_child>();
+  REQUIRE(f != nullptr);
+  CHECK(f->reason.text() == "no config");
+  grove::trap_exit(false);
+}

@@ -105,10 +105,10 @@ TEST_CASE("a start function that throws fails the start and stops the children a
   report_log reports;
   grove_test::runtime_fixture rt;
   grove::scoped_process me;
-  grove::trap_exit(true);  // so that an exit signal from the failed supervisor would show as a message
+  grove::trap_exit(true);  // a trapping parent gets the supervisor's exit signal as a message
   sup::child_spec bad;
   bad.id = "bad";
-  bad.start = []() -> grove::result<grove::pid> { throw std::runtime_error("connection refused"); };
+  bad.start = []() -> sup::start_return { throw std::runtime_error("connection refused"); };
   const std::size_t alive_before = grove::system_info().process_count;
   std::string what =
       start_error(quiet({}, reports), {logged_worker("a", log), logged_worker("b", log), bad, logged_worker("c", log)},
@@ -120,16 +120,74 @@ TEST_CASE("a start function that throws fails the start and stops the children a
   REQUIRE(failed.size() == 1);
   CHECK(failed[0].child_id == "bad");
   CHECK(contains(failed[0].exception, "connection refused"));
-  // The parent got an error, never an exit signal.
-  bool signalled = grove::receive([](grove::exit_signal) { return true; },
-                                  grove::after(std::chrono::milliseconds(0), [] { return false; }));
-  CHECK_FALSE(signalled);
+  // OTP 25: the supervisor exits with {shutdown, {failed_to_start_child, bad, Reason}}, and the
+  // trapping parent has that exit signal as a message.
+  auto e = grove::receive([](grove::exit_signal e) { return e; }, grove::after(std::chrono::milliseconds(0), [] {
+                            return grove::exit_signal{};
+                          }));
+  CHECK(e.reason.text() == "shutdown");
+  const auto* f = e.reason.payload<sup::failed_to_start_child>();
+  REQUIRE(f != nullptr);
+  CHECK(f->id == "bad");
+  CHECK(f->reason.is_exception());
+  CHECK(f->reason.text() == "connection refused");
+  CHECK(contains(e.reason.to_string(), "failed_to_start_child 'bad'"));
+}
+
+TEST_CASE("a failed start_link gives a trapping caller the child's id and reason as data") {
+  report_log reports;
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  grove::trap_exit(true);
+  sup::child_spec bad;
+  bad.id = "db";
+  bad.start = []() -> sup::start_return { return grove::exit_reason("econnrefused"); };  // OTP's {error, econnrefused}
+  auto r = sup::try_start_link(quiet({}, reports), {idle_worker("cache"), bad});
+  REQUIRE_FALSE(r);
+  const sup::start_error err = r.error();
+  CHECK(err == sup::errc::start_failed);
+  CHECK(err.child_id == "db");
+  CHECK(err.reason.text() == "econnrefused");
+  CHECK(contains(err.message, "child 'db'"));
+  grove::receive([](grove::exit_signal) {}, grove::after(std::chrono::milliseconds(0), [] {}));
+  // The throwing form carries the same details.
+  try {
+    sup::start_link(quiet({}, reports), {bad});
+    FAIL("start_link did not throw");
+  } catch (const sup::error& e) {
+    CHECK(e.details().child_id == "db");
+    CHECK(e.details().reason.text() == "econnrefused");
+  }
+}
+
+TEST_CASE("a failed start_link kills a linked caller that does not trap exits, with {shutdown, {failed_to_start_child, Id, Reason}}") {
+  report_log reports;
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  sup::child_spec bad;
+  bad.id = "db";
+  bad.start = []() -> sup::start_return { return grove::exit_reason("econnrefused"); };
+  std::atomic<bool> returned{false};
+  auto caller = grove::spawn_monitor([&, f = quiet({}, reports), bad] {
+    (void)sup::try_start_link(f, {bad});
+    returned = true;  // not reached: the supervisor's exit signal kills the caller first
+  });
+  auto d = wait_down(caller.monitor);
+  CHECK_FALSE(returned.load());
+  CHECK(d.text() == "shutdown");
+  const auto* f = d.payload<sup::failed_to_start_child>();
+  REQUIRE(f != nullptr);
+  CHECK(f->id == "db");
+  CHECK(f->reason.text() == "econnrefused");
+  // A scoped process that does not trap exits is ended the same way: the call throws.
+  CHECK_THROWS_AS((void)sup::try_start_link(quiet({}, reports), {bad}), grove::error);
 }
 
 TEST_CASE("a start function that returns an error or no pid fails the start with a clear error") {
   report_log reports;
   grove_test::runtime_fixture rt;
   grove::scoped_process me;
+  grove::trap_exit(true);
   sup::child_spec err;
   err.id = "err";
   err.start = []() -> grove::result<grove::pid> { return grove::errc::process_limit; };
@@ -142,7 +200,7 @@ TEST_CASE("a start function that returns an error or no pid fails the start with
                  "start function returned no pid"));
   sup::child_spec odd;
   odd.id = "odd";
-  odd.start = []() -> grove::result<grove::pid> { throw 42; };
+  odd.start = []() -> sup::start_return { throw 42; };
   CHECK(contains(start_error(quiet({}, reports), {odd}, sup::errc::start_failed), "not a std::exception"));
 }
 
@@ -150,14 +208,21 @@ TEST_CASE("a nested supervisor that fails to start fails its parent's start with
   report_log reports;
   grove_test::runtime_fixture rt;
   grove::scoped_process me;
+  grove::trap_exit(true);
   sup::child_spec bad;
   bad.id = "bad";
-  bad.start = []() -> grove::result<grove::pid> { throw std::runtime_error("disk full"); };
+  bad.start = []() -> sup::start_return { throw std::runtime_error("disk full"); };
   auto inner = sup::supervisor_child("inner", quiet({}, reports), {idle_worker("x"), bad});
-  std::string what = start_error(quiet({}, reports), {idle_worker("first"), inner}, sup::errc::start_failed);
-  CHECK(contains(what, "child 'inner'"));
-  CHECK(contains(what, "child 'bad'"));
-  CHECK(contains(what, "disk full"));
+  auto r = sup::try_start_link(quiet({}, reports), {idle_worker("first"), inner});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().child_id == "inner");
+  // OTP nests them: {shutdown, {failed_to_start_child, inner, {shutdown, {failed_to_start_child, bad, ...}}}}.
+  const auto* f = r.error().reason.payload<sup::failed_to_start_child>();
+  REQUIRE(f != nullptr);
+  CHECK(f->id == "bad");
+  CHECK(f->reason.text() == "disk full");
+  CHECK(contains(r.error().message, "child 'inner'"));
+  CHECK(contains(r.error().reason.to_string(), "disk full"));
 }
 
 TEST_CASE("a registered name that is taken fails the start, and the name is released when the supervisor exits") {
@@ -168,7 +233,9 @@ TEST_CASE("a registered name that is taken fails the start, and the name is rele
   f.name = "app";
   grove::pid s = sup::start_link(f, {idle_worker("a")});
   CHECK(grove::whereis("app") == s);
-  CHECK(sup::try_start_link(f, {idle_worker("a")}).error() == sup::errc::already_started);
+  auto taken = sup::try_start_link(f, {idle_worker("a")});
+  CHECK(taken.error() == sup::errc::already_started);
+  CHECK(taken.error().pid == s);  // OTP's {error, {already_started, Pid}}
   auto ref = grove::monitor(s);
   CHECK(sup::stop(s) == std::error_code{});
   wait_down(ref);

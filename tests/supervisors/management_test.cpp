@@ -4,6 +4,8 @@
 #include <atomic>
 #include <thread>
 
+#include <stdexcept>
+
 #include "helpers.hpp"
 
 using namespace sup_test;
@@ -17,6 +19,29 @@ sup::flags logged(report_log& reports) {
 }
 }  // namespace
 
+TEST_CASE("a start_child or restart_child that fails returns the child's id and reason, and the supervisor goes on") {
+  report_log reports;
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  grove::pid s = sup::start_link(logged(reports), {idle_worker("a")});
+  sup::child_spec bad;
+  bad.id = "flaky";
+  bad.start = []() -> sup::start_return { return grove::exit_reason("no_backend"); };
+  auto r = sup::start_child(s, bad);
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == sup::errc::start_failed);
+  CHECK(r.error().child_id == "flaky");
+  CHECK(r.error().reason.text() == "no_backend");
+  sup::child_spec thrower;
+  thrower.id = "thrower";
+  thrower.start = []() -> sup::start_return { throw std::runtime_error("bad config"); };
+  auto t = sup::start_child(s, thrower);
+  CHECK(t.error().reason.is_exception());
+  CHECK(t.error().reason.text() == "bad config");
+  CHECK(grove::is_alive(s));
+  CHECK_FALSE(grove::receive([](grove::exit_signal) { return true; }, grove::after(std::chrono::milliseconds(0), [] { return false; })));
+}
+
 TEST_CASE("start_child adds a child last in start order, so it stops first") {
   event_log log;
   report_log reports;
@@ -28,7 +53,9 @@ TEST_CASE("start_child adds a child last in start order, so it stops first") {
     auto b = sup::start_child(s, logged_worker("b", log));
     REQUIRE(b);
     CHECK(child_pid(s, "b") == *b);
-    CHECK(sup::start_child(s, logged_worker("b", log)).error() == sup::errc::already_started);
+    auto again = sup::start_child(s, logged_worker("b", log));
+    CHECK(again.error() == sup::errc::already_started);
+    CHECK(again.error().pid == *b);  // OTP's {error, {already_started, Pid}}
     CHECK(sup::terminate_child(s, "b") == std::error_code{});
     CHECK(sup::start_child(s, logged_worker("b", log)).error() == sup::errc::already_present);
     CHECK(sup::restart_child(s, "b"));
@@ -103,7 +130,7 @@ TEST_CASE("a call that times out returns timeout and its late reply never reache
   grove::pid s = sup::start_link(logged(reports), {idle_worker("a")});
   sup::child_spec blocker = idle_worker("blocker");
   auto inner = blocker.start;
-  blocker.start = [&, inner]() -> grove::result<grove::pid> {
+  blocker.start = [&, inner]() -> sup::start_return {
     entered = true;
     while (!release.load()) grove::yield();
     return inner();
@@ -134,7 +161,7 @@ TEST_CASE("management calls need a calling process, and a supervisor cannot call
     grove::scoped_process me;
     sup::child_spec selfish = idle_worker("selfish");
     auto inner = selfish.start;
-    selfish.start = [&own, inner]() -> grove::result<grove::pid> {
+    selfish.start = [&own, inner]() -> sup::start_return {
       own = sup::which_children(grove::self()).error();  // runs inside the supervisor
       return inner();
     };

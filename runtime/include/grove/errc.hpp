@@ -38,17 +38,25 @@ class error : public std::system_error {
   error(errc e, const std::string& what) : std::system_error(make_error_code(e), what) {}
 };
 
-// A value or an error code: what the `try_` operations return.
-template <class T>
+// What result<T>::value() throws when there is no value: std::system_error for an error code. A
+// library with its own error type E gives it a throw_result_error(const E&) found by ADL
+// (grove::supervisor::start_error does).
+[[noreturn]] inline void throw_result_error(const std::error_code& ec) { throw std::system_error(ec); }
+
+// A value or an error: what the `try_` operations return. E is std::error_code unless an operation
+// has more to say about a failure (grove::supervisor::start_error carries the child and its reason).
+template <class T, class E = std::error_code>
 class result {
  public:
-  result(T value) : v_(std::move(value)) {}                   // NOLINT: implicit by design
-  result(errc e) : v_(make_error_code(e)) {}                   // NOLINT
-  result(std::error_code ec) : v_(ec) {}                       // NOLINT
+  result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
+  result(E e) : v_(std::in_place_index<1>, std::move(e)) {}          // NOLINT
+  template <class C>
+    requires(std::is_error_code_enum_v<C> && std::is_constructible_v<E, std::error_code>)
+  result(C e) : v_(std::in_place_index<1>, E(make_error_code(e))) {}  // NOLINT: an errc, as an error
 
   bool has_value() const noexcept { return v_.index() == 0; }
   explicit operator bool() const noexcept { return has_value(); }
-  // Throws grove::error when there is no value.
+  // Throw (throw_result_error) when there is no value.
   T& value() & { check(); return std::get<0>(v_); }
   const T& value() const& { check(); return std::get<0>(v_); }
   T&& value() && { check(); return std::get<0>(std::move(v_)); }
@@ -56,14 +64,14 @@ class result {
   const T& operator*() const& noexcept { return std::get<0>(v_); }
   T* operator->() noexcept { return &std::get<0>(v_); }
   const T* operator->() const noexcept { return &std::get<0>(v_); }
-  // The error; a default (false) error_code when there is a value.
-  std::error_code error() const noexcept { return has_value() ? std::error_code{} : std::get<1>(v_); }
+  // The error; a default E (for error_code: false) when there is a value.
+  E error() const { return has_value() ? E{} : std::get<1>(v_); }
 
  private:
   void check() const {
-    if (!has_value()) throw std::system_error(std::get<1>(v_));
+    if (!has_value()) throw_result_error(std::get<1>(v_));
   }
-  std::variant<T, std::error_code> v_;
+  std::variant<T, E> v_;
 };
 
 }  // namespace grove

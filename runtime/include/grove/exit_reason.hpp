@@ -41,10 +41,11 @@ class exit_reason {
   static exit_reason max_heap_size(std::string detail) {
     return exit_reason(kind::max_heap_size, make(std::move(detail), {}));
   }
-  // A user reason with a payload, read back with payload<T>().
+  // A user reason with a payload, read back with payload<T>(), like an Erlang tagged tuple
+  // {name, ...}. `description` (optional) is how to_string() shows the payload.
   template <class T>
-  static exit_reason user(std::string name, T payload) {
-    return exit_reason(kind::user, make(std::move(name), std::any(std::move(payload))));
+  static exit_reason user(std::string name, T payload, std::string description = {}) {
+    return exit_reason(kind::user, make(std::move(name), std::any(std::move(payload)), std::move(description)));
   }
 
   kind what_kind() const noexcept { return kind_; }
@@ -61,8 +62,11 @@ class exit_reason {
   const T* payload() const noexcept {
     return detail_ ? std::any_cast<T>(&detail_->payload) : nullptr;
   }
-  // One line, e.g. "normal", "exception: division by zero", "bad_config".
+  // One line, e.g. "normal", "exception: division by zero", "bad_config", or a user reason's name
+  // and description: "shutdown: failed_to_start_child 'db': exception: connection refused".
   std::string to_string() const;
+  // A user reason's description (empty if it has none).
+  std::string_view description() const noexcept { return detail_ ? std::string_view(detail_->description) : std::string_view(); }
 
   // Equal when kind and text are equal (payloads are not compared).
   friend bool operator==(const exit_reason& a, const exit_reason& b) noexcept {
@@ -73,9 +77,10 @@ class exit_reason {
   struct detail {
     std::string text;
     std::any payload;
+    std::string description;
   };
-  static std::shared_ptr<const detail> make(std::string text, std::any payload) {
-    return std::make_shared<const detail>(detail{std::move(text), std::move(payload)});
+  static std::shared_ptr<const detail> make(std::string text, std::any payload, std::string description = {}) {
+    return std::make_shared<const detail>(detail{std::move(text), std::move(payload), std::move(description)});
   }
   explicit exit_reason(kind k, std::shared_ptr<const detail> d = {}) noexcept : kind_(k), detail_(std::move(d)) {}
 

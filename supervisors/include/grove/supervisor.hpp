@@ -68,6 +68,14 @@ struct flags {
 
 inline constexpr std::chrono::milliseconds infinity = std::chrono::milliseconds::max();
 
+// The payload of a supervisor's exit reason when a child failed to start, OTP's
+// {shutdown, {failed_to_start_child, Id, Reason}}: exit_reason::payload<failed_to_start_child>().
+struct failed_to_start_child {
+  std::string id;
+  exit_reason reason;  // the child's: what its start function returned or threw
+};
+
+
 // What validate() and a failed start report: a code and one sentence naming the culprit.
 struct problem {
   std::error_code code{};
@@ -82,13 +90,18 @@ struct problem {
 problem validate(const flags& f, const std::vector<child_spec>& specs);
 
 // Starts a supervisor linked to the calling process (its parent) and waits until every child has
-// started. On failure nothing is left running: the children already started are stopped in reverse
-// order before it returns, and the supervisor has exited (without sending its parent an exit signal).
-// start_link throws supervisor::error (code and full text) or grove::error (not_in_process,
-// not_running, process_limit); try_start_link returns the code. `timeout` bounds the whole start
-// (then the supervisor is killed, its children with it, and the result is grove::errc::timeout).
+// started. If a child fails to start, as in OTP: the children already started are stopped in reverse
+// order, and the supervisor exits with {shutdown, {failed_to_start_child, Id, Reason}} (a user
+// reason "shutdown" whose payload is failed_to_start_child). That exit signal reaches the linked
+// parent: one that does not trap exits dies with that reason (start_link does not return; a
+// scoped_process throws grove::error(errc::noproc) naming it); one that traps gets it as an
+// exit_signal message, and start_link reports the failure with the child's id and reason as data
+// (start_error). A name that is taken: already_started with the holder's pid, and the supervisor
+// exits normal. start_link throws supervisor::error (carrying the start_error) or grove::error
+// (not_in_process, not_running, process_limit); try_start_link returns it. `timeout` bounds the
+// whole start (then the supervisor is unlinked and killed, its children with it: grove::errc::timeout).
 pid start_link(const flags& f, std::vector<child_spec> specs, std::chrono::milliseconds timeout = infinity);
-result<pid> try_start_link(const flags& f, std::vector<child_spec> specs, std::chrono::milliseconds timeout = infinity);
+start_result try_start_link(const flags& f, std::vector<child_spec> specs, std::chrono::milliseconds timeout = infinity);
 
 // A child spec for a nested supervisor (type supervisor, shutdown infinity, permanent).
 child_spec supervisor_child(std::string id, flags f, std::vector<child_spec> specs);
@@ -116,19 +129,20 @@ struct child_counts {
   std::size_t workers = 0;
 };
 
-// Adds a child and starts it (placed last in start order). Errors: duplicate_child_id-like
-// already_started / already_present, invalid_child_spec, start_failed (nothing is kept), and
-// simple_one_for_one (use the overload with arguments).
-result<pid> start_child(pid sup, child_spec spec, std::chrono::milliseconds timeout = infinity);
+// Adds a child and starts it (placed last in start order). Errors (start_error::code):
+// already_started (start_error::pid is the running child, as OTP's {already_started, Pid}),
+// already_present, invalid_child_spec, start_failed (start_error::reason is the child's reason;
+// nothing is kept), and simple_one_for_one (use the overload with arguments).
+start_result start_child(pid sup, child_spec spec, std::chrono::milliseconds timeout = infinity);
 // simple_one_for_one: starts a child of the template with `args` (given to its start_with).
-result<pid> start_child(pid sup, std::any args, std::chrono::milliseconds timeout = infinity);
+start_result start_child(pid sup, std::any args, std::chrono::milliseconds timeout = infinity);
 // Stops a child with its shutdown policy and keeps its spec (a temporary child's spec is dropped);
 // a child waiting to be restarted is no longer restarted.
 std::error_code terminate_child(pid sup, std::string_view id, std::chrono::milliseconds timeout = infinity);
 // simple_one_for_one (and others): stops the child with this pid and forgets it.
 std::error_code terminate_child(pid sup, pid child, std::chrono::milliseconds timeout = infinity);
-// Starts a stopped child again (errors: running, restarting, not_found, start_failed).
-result<pid> restart_child(pid sup, std::string_view id, std::chrono::milliseconds timeout = infinity);
+// Starts a stopped child again (errors: running, restarting, not_found, start_failed with the reason).
+start_result restart_child(pid sup, std::string_view id, std::chrono::milliseconds timeout = infinity);
 // Forgets a stopped child's spec (errors: running, restarting, not_found).
 std::error_code delete_child(pid sup, std::string_view id, std::chrono::milliseconds timeout = infinity);
 // The children in start order (simple_one_for_one: in no particular order).

@@ -7,11 +7,13 @@
 //   db.shutdown = sup::shutdown_policy::timeout(std::chrono::seconds(5));
 //
 // The start function runs inside the supervisor process. It must spawn the child *linked* to the
-// calling process (spawn_link, or spawn_options::link) and return its pid; an error, a thrown
-// exception or a null pid is a failed start. (The supervisor also links to the pid it gets back, a
-// no-op when the start function did, so a child cannot escape supervision.) It may block briefly,
-// e.g. to wait for the child's own initialisation, as OTP's start functions do; the supervisor
-// answers nothing meanwhile.
+// calling process (spawn_link, or spawn_options::link) and return its pid, or why it could not
+// (OTP's {error, Reason}: an exit_reason, or an error code); a thrown exception or a null pid is a
+// failed start too. That reason reaches whoever asked for the start (start_link's start_error,
+// start_child's, and the supervisor's own exit reason {shutdown, {failed_to_start_child, Id, Reason}}).
+// (The supervisor also links to the pid it gets back, a no-op when the start function did, so a child
+// cannot escape supervision.) It may block briefly, e.g. to wait for the child's own initialisation,
+// as OTP's start functions do; the supervisor answers nothing meanwhile.
 #pragma once
 
 #include <any>
@@ -19,10 +21,12 @@
 #include <cstdint>
 #include <functional>
 #include <grove/errc.hpp>
+#include <grove/exit_reason.hpp>
 #include <grove/pid.hpp>
 #include <grove/process.hpp>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <utility>
 
 namespace grove::supervisor {
@@ -36,6 +40,27 @@ enum class restart_type {
 };
 
 enum class child_type { worker, supervisor };
+
+// What a start function returns: the started child's pid, or the reason it did not start.
+class start_return {
+ public:
+  start_return(grove::pid started) noexcept : pid_(started) {}                  // NOLINT: implicit by design
+  start_return(exit_reason why) noexcept : reason_(std::move(why)) {}           // NOLINT
+  // An error code as the reason: a user reason named by the code's message, the code as its payload.
+  start_return(std::error_code ec) : reason_(exit_reason::user<std::error_code>(ec.message(), ec)) {}  // NOLINT
+  start_return(grove::errc e) : start_return(make_error_code(e)) {}             // NOLINT
+  start_return(const grove::result<grove::pid>& r)                              // NOLINT: what try_spawn gives
+      : start_return(r ? start_return(*r) : start_return(r.error())) {}
+
+  bool started() const noexcept { return !pid_.is_null(); }
+  grove::pid pid() const noexcept { return pid_; }
+  // Why it did not start (meaningless once started).
+  const exit_reason& reason() const noexcept { return reason_; }
+
+ private:
+  grove::pid pid_;
+  exit_reason reason_;
+};
 
 // How a child is stopped (OTP's shutdown): brutal_kill sends kill at once; timeout(t) sends exit
 // `shutdown` and waits up to t for the child to exit, then sends kill; infinity waits for ever (the
@@ -86,11 +111,11 @@ struct backoff_policy {
 
 struct child_spec {
   std::string id{};  // unique within its supervisor, not empty
-  // Starts the child: spawns it linked to the caller (the supervisor) and returns its pid.
-  std::function<result<pid>()> start{};
+  // Starts the child: spawns it linked to the caller (the supervisor) and returns its pid, or why not.
+  std::function<start_return()> start{};
   // For simple_one_for_one templates: starts a child with start_child's arguments. A template may
   // have `start` instead when start_child passes no arguments.
-  std::function<result<pid>(const std::any& args)> start_with{};
+  std::function<start_return(const std::any& args)> start_with{};
   restart_type restart = restart_type::permanent;
   std::optional<shutdown_policy> shutdown{};  // unset: shutdown_policy::default_for(type)
   child_type type = child_type::worker;
@@ -109,7 +134,7 @@ child_spec worker(std::string id, F fn, restart_type restart = restart_type::per
   child_spec spec;
   spec.id = std::move(id);
   spec.restart = restart;
-  spec.start = [fn = std::move(fn)]() -> result<pid> {
+  spec.start = [fn = std::move(fn)]() -> start_return {
     auto r = try_spawn(spawn_options{.link = true}, fn);
     if (!r) return r.error();
     return r->pid;
@@ -124,7 +149,7 @@ child_spec worker_with(std::string id, F fn, restart_type restart = restart_type
   child_spec spec;
   spec.id = std::move(id);
   spec.restart = restart;
-  spec.start_with = [fn = std::move(fn)](const std::any& args) -> result<pid> {
+  spec.start_with = [fn = std::move(fn)](const std::any& args) -> start_return {
     const Arg* a = std::any_cast<Arg>(&args);
     if (!a) return grove::errc::bad_argument;
     auto r = try_spawn(spawn_options{.link = true}, [fn, arg = *a]() mutable { fn(std::move(arg)); });

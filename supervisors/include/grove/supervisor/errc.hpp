@@ -7,8 +7,12 @@
 // grove::errc::not_in_process (called from a thread that is not a process).
 #pragma once
 
+#include <grove/errc.hpp>
+#include <grove/exit_reason.hpp>
+#include <grove/pid.hpp>
 #include <string>
 #include <system_error>
+#include <type_traits>
 
 namespace grove::supervisor {
 
@@ -32,15 +36,48 @@ const std::error_category& supervisor_category() noexcept;
 
 inline std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), supervisor_category()}; }
 
+// Why a start (start_link, start_child, restart_child) failed, with what OTP's error term carries.
+struct start_error {
+  std::error_code code;  // supervisor::errc (start_failed, already_started, ...) or grove::errc (noproc, timeout, ...)
+  std::string child_id;  // the child concerned, if one is
+  exit_reason reason;    // start_failed: the child's reason; a failed start_link: also the supervisor's exit reason's payload
+  grove::pid pid;        // already_started: the running child (or the name's holder)
+  std::string message;   // one sentence naming all of it
+
+  start_error() = default;
+  start_error(std::error_code c) : code(c) {}  // NOLINT: a bare code
+  template <class E>
+    requires std::is_error_code_enum_v<E>
+  start_error(E e) : code(make_error_code(e)) {}  // NOLINT
+  friend bool operator==(const start_error& e, const std::error_code& c) noexcept { return e.code == c; }
+  template <class E>
+    requires std::is_error_code_enum_v<E>
+  friend bool operator==(const start_error& e, E c) noexcept {
+    return e.code == make_error_code(c);
+  }
+};
+
 // Thrown by supervisor::start_link: code() says what kind of failure, what() names the child and the
 // reason in full, e.g. "supervisor start failed: child 'db' (spec 1 of 3): start function threw:
-// connection refused".
+// connection refused"; details() has the child's id and reason as data.
 class error : public std::system_error {
  public:
-  error(std::error_code code, const std::string& what) : std::system_error(code, what) {}
+  error(std::error_code code, const std::string& what) : std::system_error(code, what), details_{code} {}
+  explicit error(start_error e) : std::system_error(e.code, e.message), details_(std::move(e)) {}
+  const start_error& details() const noexcept { return details_; }
+
+ private:
+  start_error details_;
 };
+
+[[noreturn]] inline void throw_result_error(const start_error& e) { throw error(e); }
 
 }  // namespace grove::supervisor
 
 template <>
 struct std::is_error_code_enum<grove::supervisor::errc> : std::true_type {};
+
+namespace grove::supervisor {
+// What start_link (try_), start_child and restart_child return.
+using start_result = grove::result<grove::pid, start_error>;
+}  // namespace grove::supervisor

@@ -24,15 +24,24 @@
 
 namespace grove::services {
 
+namespace detail {
+// A failed start as a child's reason: the failure's own reason (init's exception, already_started
+// with the holder's pid), or its code when it has none (a timeout).
+inline supervisor::start_return start_failure(const failure& f) {
+  if (!f.reason.is_normal()) return f.reason;
+  return f.code;
+}
+}  // namespace detail
+
 // A worker child spec whose start function is start_link<B>(options, args...) (args copied for
-// each start). A failed start (init threw, name taken) is a failed child start.
+// each start). A failed start (init threw, name taken) is a failed child start, with init's reason.
 template <class B, class... A>
 supervisor::child_spec server_child(std::string id, server_options options, A... args) {
   supervisor::child_spec spec;
   spec.id = std::move(id);
-  spec.start = [options = std::move(options), args = std::make_tuple(std::move(args)...)]() -> grove::result<grove::pid> {
+  spec.start = [options = std::move(options), args = std::make_tuple(std::move(args)...)]() -> supervisor::start_return {
     auto r = std::apply([&options](const A&... a) { return start_link<B>(options, a...); }, args);
-    if (!r) return r.error();
+    if (!r) return detail::start_failure(r.failure());
     return r->pid();
   };
   return spec;
@@ -42,9 +51,9 @@ supervisor::child_spec server_child(std::string id, server_options options, A...
 inline supervisor::child_spec pool_child(std::string id, pool_options options) {
   supervisor::child_spec spec;
   spec.id = std::move(id);
-  spec.start = [options = std::move(options)]() -> grove::result<grove::pid> {
+  spec.start = [options = std::move(options)]() -> supervisor::start_return {
     auto r = pool::start_link(options);
-    if (!r) return r.error();
+    if (!r) return detail::start_failure(r.failure());
     return r->pid();
   };
   return spec;
