@@ -36,6 +36,9 @@ struct counter {
   };
   struct fail {};  // replies a failure, the server goes on
   struct is_holding {};
+  struct quit {  // replies, then stops the server
+    std::string why;
+  };
 
   int n = 0;
   std::shared_ptr<event_log> log;
@@ -63,6 +66,10 @@ struct counter {
   }
   svc::outcome<int> handle_call(fail) { return svc::errc::bad_argument; }
   bool handle_call(is_holding) const { return held.has_value() && held->is_pending(); }
+  svc::stop_reply<int> handle_call(quit q) {
+    log->add("quit asked");
+    return {grove::exit_reason(q.why), n};
+  }
   void handle_info(grove::any_message m) {
     if (m.is<std::string>()) log->add("info " + *m.get<std::string>());
   }
@@ -388,4 +395,42 @@ TEST_CASE("a server child whose init fails makes its supervisor's start fail wit
   REQUIRE(f != nullptr);
   CHECK(f->reason.text() == "no config");
   grove::trap_exit(false);
+}
+
+TEST_CASE("a handler that ends the server with grove::exit(reason) runs terminate(reason) first, as OTP catches exit/1") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  grove::trap_exit(true);  // linked to the server, which exits abnormally
+  auto log = std::make_shared<event_log>();
+  auto c = start_counter(log);
+  auto watcher = grove::monitor(c.pid());
+  auto r = svc::call(c, counter::die{"bad_state"});
+  CHECK(r.error() == svc::errc::exited);
+  CHECK(r.failure().reason.text() == "bad_state");
+  CHECK(wait_down(watcher).text() == "bad_state");
+  CHECK(log->has("terminate bad_state"));
+  // A kill from outside runs no terminate (OTP cannot either).
+  auto log2 = std::make_shared<event_log>();
+  auto k = start_counter(log2);
+  auto w2 = grove::monitor(k.pid());
+  grove::exit(k.pid(), grove::exit_reason::kill());
+  CHECK(wait_down(w2).is_killed());
+  CHECK_FALSE(log2->has("terminate killed"));
+}
+
+TEST_CASE("a handle_call that returns stop_reply replies first, then terminate runs and the server exits with the reason") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  grove::trap_exit(true);  // linked to the server, which exits abnormally
+  auto log = std::make_shared<event_log>();
+  auto c = start_counter(log);
+  svc::cast(c, counter::add{41});
+  auto watcher = grove::monitor(c.pid());
+  auto r = svc::call(c, counter::quit{"upgrade"});
+  REQUIRE(r.has_value());
+  CHECK(*r == 41);  // the reply came, although the server stops
+  CHECK(wait_down(watcher).text() == "upgrade");
+  CHECK(log->has("quit asked"));
+  CHECK(log->has("terminate upgrade"));
+  CHECK(svc::call(c, counter::get{}).error() == svc::errc::noproc);
 }

@@ -25,11 +25,13 @@
 // One selective receive per request, in this order: a call (run the job, or reject it with
 // bad_request if it was made for another behaviour), a cast, a stop request, an exit signal from the
 // parent (only a trapping server receives these as messages), anything else (handle_info, or
-// dropped). After a stop request or the parent's exit signal: terminate(reason), then exit(reason).
+// dropped). After a stop request, the parent's exit signal or a call whose handler returned
+// stop_reply (its reply already sent): terminate(reason), then exit(reason).
 // A std::exception from a handler: terminate(exception reason), then rethrown, so the runtime ends
 // the process with exit_reason::exception(what) — the reason callers, links and supervisors see.
-// Kills and exit signals are not std::exceptions and pass through untouched (no terminate: OTP
-// does not call terminate for a kill either); the destructor of the behaviour always runs.
+// A handler that calls grove::exit(reason): terminate(reason), then the exit goes on (OTP catches
+// exit/1 in callbacks). Kills and other exit signals pass through untouched (no terminate: OTP does
+// not call terminate for a kill either); the destructor of the behaviour always runs.
 //
 // ## Start (start_server / run_server)
 // The starter makes an alias for the acknowledgement and spawns the server (linked for start_link,
@@ -77,6 +79,7 @@ struct stop_msg {
 [[noreturn]] void serve(server_instance& inst, pid parent) {
   const behaviour_ops* ops = inst.ops();
   void* self = inst.self();
+  bool terminated = false;  // terminate has run (it runs at most once)
   try {
     for (;;) {
       std::optional<exit_reason> stop;
@@ -85,7 +88,7 @@ struct stop_msg {
             if (m.job->behaviour != ops) {
               m.job->reject(failure(errc::bad_request));
             } else {
-              m.job->run(self);
+              stop = m.job->run(self);  // a stop_reply: replied, now stop
             }
           },
           [&](cast_msg m) {
@@ -98,13 +101,25 @@ struct stop_msg {
             if (ops->info) ops->info(self, std::move(m));
           });
       if (stop) {
-        if (ops->terminate) ops->terminate(self, *stop);
+        if (ops->terminate) {
+          terminated = true;
+          ops->terminate(self, *stop);
+        }
         grove::exit(std::move(*stop));
       }
     }
   } catch (const std::exception& e) {
     if (ops->terminate) ops->terminate(self, exit_reason::exception(e.what(), typeid(e).name()));
     throw;  // the runtime ends the process with exit_reason::exception(what)
+  } catch (const grove::exit_unwind& e) {
+    // A handler (or terminate after a stop) ended the server with grove::exit(reason): OTP catches
+    // exit/1 in callbacks and runs terminate(Reason). Not for an exit signal that kills it, nor for
+    // the exit this loop raises itself after terminate has run.
+    if (e.self && !terminated && ops->terminate) {
+      terminated = true;
+      ops->terminate(self, e.reason);
+    }
+    throw;
   }
 }
 

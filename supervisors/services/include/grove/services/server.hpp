@@ -164,8 +164,21 @@ class server_ref {
   std::string name_;
 };
 
+// What a handle_call returns to reply and then stop the server, OTP's {stop, Reason, Reply, State}:
+// the caller gets `reply` first, then terminate(reason) runs and the server exits with `reason`.
+//   svc::stop_reply<int> handle_call(shutdown_now) { return {grove::exit_reason::normal(), n}; }
+template <class R>
+struct stop_reply {
+  exit_reason reason;
+  R reply;
+};
+template <>
+struct stop_reply<void> {
+  exit_reason reason;
+};
+
 // What call(server_ref<B>, Req) returns: outcome<V>, V being the handler's reply type (void for an
-// empty reply; T for outcome<T>).
+// empty reply; T for outcome<T>; R for stop_reply<R>).
 template <class B, class Req>
 using call_result_t = outcome<detail::value_t<detail::call_reply_t<B, Req>>>;
 
@@ -179,23 +192,35 @@ struct call_job_of final : call_job {
   using reply = call_reply_t<B, Req>;
   using wire = wire_t<reply>;
   call_job_of(Req&& r, alias a, call_info i) : req(std::move(r)), to(a), info(i) { behaviour = &ops_for<B>; }
-  void run(void* self) override {
+  std::optional<exit_reason> run(void* self) override {
     B& b = *static_cast<B*>(self);
     if constexpr (deferred_call<B, Req>) {
       b.handle_call(std::move(req), reply_to<reply>(to, info));
-    } else if constexpr (info_call<B, Req>) {
-      if constexpr (std::is_void_v<reply>) {
-        b.handle_call(std::move(req), info);
-        grove::send(to, reply_msg<wire>{to.id, unit{}});
-      } else {
-        grove::send(to, reply_msg<wire>{to.id, to_wire<reply>(b.handle_call(std::move(req), info))});
-      }
+      return std::nullopt;
     } else {
-      if constexpr (std::is_void_v<reply>) {
-        b.handle_call(std::move(req));
+      auto handle = [&]() -> decltype(auto) {
+        if constexpr (info_call<B, Req>) {
+          return b.handle_call(std::move(req), info);
+        } else {
+          return b.handle_call(std::move(req));
+        }
+      };
+      using handler_t = typename call_reply<B, Req>::handler;
+      if constexpr (unstop<handler_t>::stops) {  // reply, then the loop stops (OTP's {stop, Reason, Reply, State})
+        handler_t r = handle();
+        if constexpr (std::is_void_v<reply>) {
+          grove::send(to, reply_msg<wire>{to.id, unit{}});
+        } else {
+          grove::send(to, reply_msg<wire>{to.id, to_wire<reply>(std::move(r.reply))});
+        }
+        return std::move(r.reason);
+      } else if constexpr (std::is_void_v<reply>) {
+        handle();
         grove::send(to, reply_msg<wire>{to.id, unit{}});
+        return std::nullopt;
       } else {
-        grove::send(to, reply_msg<wire>{to.id, to_wire<reply>(b.handle_call(std::move(req)))});
+        grove::send(to, reply_msg<wire>{to.id, to_wire<reply>(handle())});
+        return std::nullopt;
       }
     }
   }

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <concepts>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -30,6 +31,8 @@ namespace grove::services {
 class call_info;
 template <class R>
 class reply_to;
+template <class R>
+struct stop_reply;
 struct server_options;
 
 namespace detail {
@@ -99,7 +102,9 @@ struct server_factory_of final : server_factory {
 struct call_job {
   const behaviour_ops* behaviour = nullptr;  // the B the caller expects
   virtual ~call_job() = default;
-  virtual void run(void* self) = 0;      // handles the request and replies (or hands on a reply_to)
+  // Handles the request and replies (or hands on a reply_to). A reason: the handler asked to stop
+  // after its reply (stop_reply), and the loop stops with it.
+  virtual std::optional<exit_reason> run(void* self) = 0;
   virtual void reject(failure f) = 0;    // replies f instead
 };
 struct cast_job {
@@ -133,6 +138,18 @@ concept handles_call = deferred_call<B, Req> || info_call<B, Req> || plain_call<
 template <class B, class Msg>
 concept handles_cast = requires(B& b, Msg&& m) { b.handle_cast(std::move(m)); };
 
+// A handler's return type, with stop_reply<R> read as R (what the caller gets).
+template <class R>
+struct unstop {
+  using type = R;
+  static constexpr bool stops = false;
+};
+template <class R>
+struct unstop<stop_reply<R>> {
+  using type = R;
+  static constexpr bool stops = true;
+};
+
 template <class B, class Req>
 struct call_reply {
   static_assert(handles_call<B, Req>,
@@ -147,12 +164,14 @@ struct call_reply<B, Req> {
 template <class B, class Req>
   requires(!deferred_call<B, Req> && info_call<B, Req>)
 struct call_reply<B, Req> {
-  using type = decltype(std::declval<B&>().handle_call(std::declval<Req&&>(), std::declval<const call_info&>()));
+  using handler = decltype(std::declval<B&>().handle_call(std::declval<Req&&>(), std::declval<const call_info&>()));
+  using type = typename unstop<handler>::type;
 };
 template <class B, class Req>
   requires(!deferred_call<B, Req> && !info_call<B, Req> && plain_call<B, Req>)
 struct call_reply<B, Req> {
-  using type = decltype(std::declval<B&>().handle_call(std::declval<Req&&>()));
+  using handler = decltype(std::declval<B&>().handle_call(std::declval<Req&&>()));
+  using type = typename unstop<handler>::type;
 };
 template <class B, class Req>
 using call_reply_t = typename call_reply<B, std::remove_cvref_t<Req>>::type;
