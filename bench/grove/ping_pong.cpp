@@ -1,4 +1,5 @@
-// ping_pong: two processes, N round trips (ping k, pong k), every k checked.
+// ping_pong: two processes, N round trips (ping k, pong k), every k checked. --pinned 1 spawns both
+// pinned (spawn_options::pinned), to measure what pinning costs the scheduler.
 #include <grove/grove.hpp>
 
 #include "bench_common.hpp"
@@ -14,16 +15,17 @@ struct pong {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bench::flags f(argc, argv, {{"n", 1'000'000}});
+  bench::flags f(argc, argv, {{"n", 1'000'000}, {"pinned", 0}});
   const long long n = f["n"];
+  const grove::spawn_options options{.pinned = f["pinned"] != 0};
   grove::runtime rt({.workers = static_cast<unsigned>(f["threads"])});
   grove::scoped_process main_process;
   const grove::pid main_pid = main_process.pid();
-  grove::pid ponger = grove::spawn([n] {
+  grove::pid ponger = grove::spawn(options, [n] {
     for (long long i = 0; i < n; ++i) grove::receive([](ping p) { grove::send(p.from, pong{p.k}); });
   });
   const auto t0 = std::chrono::steady_clock::now();
-  grove::spawn([ponger, n, main_pid] {
+  grove::spawn(options, [ponger, n, main_pid] {
     const grove::pid self = grove::self();
     long long bad = 0;
     for (long long k = 0; k < n; ++k) {

@@ -46,6 +46,7 @@ inline constexpr std::uint32_t ctl_running = 2u;   // a worker is running it
 inline constexpr std::uint32_t ctl_exited = 4u;    // it has exited; wakes are ignored
 
 inline constexpr std::uint32_t no_slot = ~std::uint32_t{0};
+inline constexpr std::uint16_t no_home = 0xFFFF;
 inline constexpr std::size_t inline_entry_bytes = 32;
 
 // Cold per-process state, allocated on first use.
@@ -85,14 +86,19 @@ struct alignas(64) process {
   park_reason parked = park_reason::none;  // owner: set just before switching to the worker
   bool started = false;                    // owner: its context exists
   bool trap_exit = false;                  // owner
+  bool pinned = false;                     // owner: spawn_options::pinned (set before the pid is published)
+  // The worker a pinned process runs on: no_home until its first run, then fixed. Written by that
+  // worker before the process first parks, read by wakers after their wake (scheduler.cpp, "Pinned").
+  std::uint16_t home = no_home;
   bool exiting = false;                    // owner: an exit is decided (unwinding, or in the exit protocol)
   bool in_exit_protocol = false;           // owner: exit_process runs: its runtime calls must not raise the exit again
   std::uint32_t budget = 0;                // owner: reductions left in this time slice
+  std::uint32_t slot = no_slot;            // slot (stack_slots.hpp): bound at first run, for life (here to fill padding)
   std::uint64_t reductions = 0;            // owner: sends and receives so far
   const detail::entry_ops* entry = nullptr;// owner: its function (nullptr once destroyed)
   void* entry_fn = nullptr;                // owner: the function object (inline_entry or heap)
-  alignas(16) unsigned char inline_entry[inline_entry_bytes];
   process_extra* extra = nullptr;          // owner
+  alignas(16) unsigned char inline_entry[inline_entry_bytes];
   process* next_waiter = nullptr;          // slot: link in a stack slot's waiter list
   scoped_waiter* waiter = nullptr;         // scoped processes: set before the pid is known; freed at finalize
 
@@ -100,7 +106,6 @@ struct alignas(64) process {
   void* image = nullptr;                   // slot: saved stack image while not resident
   std::uint32_t image_bytes = 0;           // slot: its live size (0: none saved)
   std::uint32_t image_capacity = 0;        // slot: allocated size of `image`
-  std::uint32_t slot = no_slot;            // slot: bound at first run, for life
 
   grove::pid id() const noexcept { return pid::from_bits(pid_bits.load(std::memory_order_relaxed)); }
   // The one reset of a reused PCB's per-incarnation state, by process_table::allocate before the new
@@ -112,6 +117,8 @@ struct alignas(64) process {
     parked = park_reason::none;
     timer_armed = false;
     trap_exit = false;
+    pinned = false;
+    home = no_home;
     exiting = false;
     in_exit_protocol = false;
     exit_signals.store(0, std::memory_order_relaxed);  // published with the pid (process_table::allocate)

@@ -71,6 +71,21 @@
 // current process is about to block and the worker runs the occupant next; if it does not block,
 // the watcher takes the occupant. With idle workers but no watcher, the push wakes one.
 //
+// ## Pinned processes (spawn_options::pinned)
+// A pinned process runs only on its home, the worker that first runs it (before that it is an
+// ordinary process: it may be stolen). It records that worker in process::home at its first run,
+// before it can park; a waker reads it after its wake's RMW on the control word, which follows the
+// worker's release of RUNNING, so it sees it. Once started it is never in a local queue, a LIFO slot
+// or the inject queue, which thieves take from. Made runnable on its home (a yield, a wake, a
+// requeue there) it joins the home's owner-only FIFO; made runnable elsewhere it goes to the home's
+// pinned_inbox (a multi-producer queue) and the waker unparks the home (one mutex and a notify;
+// idempotent against a park in progress, which looks at the inbox again). The home moves the inbox
+// into the FIFO before it takes from it, so its own requeues cannot starve other threads' wakes (the
+// inbox alone is not fair across producers: a pinned process woken from a foreign thread waited
+// behind a yielding one for ever, tests/runtime/thread_state_test.cpp). It takes from the FIFO first
+// on every other scheduling round and after its local queue on the others, so neither starves the
+// other. While its home is busy in a long process a pinned process waits: the price of never migrating.
+//
 // ## Fairness
 // Each process gets `reductions_per_slice` (default 4,000, BEAM's figure) sends, received messages
 // and spawns per slice; a process that uses them up yields to the back of the queue. CPU-bound code
@@ -135,6 +150,10 @@ void runtime::state::wake(process* p) noexcept {
 }
 
 void runtime::state::schedule(process* p) {
+  if (p->home != no_home) {  // pinned, started: only its home may run it (file comment, "Pinned")
+    workers[p->home]->push_pinned(p);
+    return;
+  }
   worker* w = this_worker();
   if (w && &w->rt == this) {
     if (w->current != nullptr) {

@@ -56,6 +56,9 @@ class worker {
   // Owner thread (process or scheduler context on this worker):
   void push_local(process* p);        // to the local queue (overflow goes to the inject queue)
   void push_runnext(process* p);      // to the LIFO slot (the old occupant goes to the local queue)
+  void requeue(process* p);           // a runnable process back to a queue: its home's for a pinned one, else local
+  // Any thread: a started pinned process whose home this is, made runnable (scheduler.cpp, "Pinned").
+  void push_pinned(process* p);
   // Any thread: wake this worker if it sleeps past `deadline_ns` (a new timer) or at all.
   void unpark() noexcept;
   void unpark_if_sleeping_past(std::uint64_t deadline_ns) noexcept;
@@ -73,6 +76,8 @@ class worker {
   std::atomic<std::uint64_t> next_expiry_ns{~0ull};  // shared: a hint for the owner (relaxed); exact under the lock
 
   run_queue local;                          // owner pushes/pops; thieves steal
+  inject_queue pinned_inbox;                // shared: pinned processes of this worker made runnable by other threads
+  std::atomic<bool> pinned_pending{false};  // shared: set after a push into pinned_inbox; the owner clears it before draining
   std::atomic<process*> runnext{nullptr};   // shared: owner sets/takes; a thief takes it only from a stuck worker
 
   // Statistics: written by the owner (relaxed), read by system_info.
@@ -83,6 +88,7 @@ class worker {
   void loop();
   process* find_work();
   process* take_local();
+  process* take_pinned();
   process* steal_from_others();
   bool park();
   std::uint64_t start_watch(std::uint64_t now);
@@ -94,6 +100,8 @@ class worker {
   std::thread thread_;
   std::atomic<bool> left_loop_{false};  // shared: set by the thread when its loop ends
   std::uint32_t tick_ = 0;          // owner: scheduling rounds
+  process* pinned_head_ = nullptr;  // owner: runnable pinned processes of this worker, FIFO through process::next_waiter
+  process* pinned_tail_ = nullptr;  // owner
   std::uint32_t lifo_streak_ = 0;   // owner: consecutive runs from runnext
   std::uint64_t last_now_ = 0;      // owner: the clock at the last timer check
   std::uint32_t rounds_since_clock_ = 0;  // owner

@@ -59,6 +59,7 @@ result<spawned> spawn_entry(const spawn_options& options, const entry_ops& ops, 
   if (!p) return errc::process_limit;
 
   p->trap_exit = options.trap_exit;
+  p->pinned = options.pinned;
   try {
     void* storage = p->inline_entry;
     if (ops.size > inline_entry_bytes || ops.align > alignof(std::max_align_t)) storage = allocate_bytes(ops.size);

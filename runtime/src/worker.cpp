@@ -94,6 +94,52 @@ void worker::push_runnext(process* p) {
   }
 }
 
+void worker::push_pinned(process* p) {
+  if (this_worker() == this) {  // our own (a yield, a wake from here): straight to our FIFO
+    p->next_waiter = nullptr;  // a queued process is in no slot's waiter list: the link is free
+    (pinned_tail_ ? pinned_tail_->next_waiter : pinned_head_) = p;
+    pinned_tail_ = p;
+    return;
+  }
+  pinned_inbox.push(p);
+  // release: the owner that reads true (acquire exchange in take_pinned) finds our push
+  pinned_pending.store(true, std::memory_order_release);
+  unpark();  // idempotent against a park in progress, which looks at the inbox again
+}
+
+// The next runnable pinned process: what other threads pushed joins the FIFO first, so that
+// processes this worker requeues itself cannot keep them waiting (the inbox is a moodycamel queue,
+// which is not fair across producers).
+process* worker::take_pinned() {
+  // relaxed load first: the common case (nothing pushed) costs one load, not a look at moodycamel's
+  // producers; the acquire exchange pairs with push_pinned's release store
+  if (pinned_pending.load(std::memory_order_relaxed) && pinned_pending.exchange(false, std::memory_order_acquire)) {
+    process* batch[inject_batch];
+    while (std::size_t n = pinned_inbox.try_pop_bulk(batch, inject_batch)) {
+      for (std::size_t i = 0; i < n; ++i) {
+        batch[i]->next_waiter = nullptr;
+        (pinned_tail_ ? pinned_tail_->next_waiter : pinned_head_) = batch[i];
+        pinned_tail_ = batch[i];
+      }
+    }
+  }
+  process* p = pinned_head_;
+  if (p) {
+    pinned_head_ = p->next_waiter;
+    if (!pinned_head_) pinned_tail_ = nullptr;
+    p->next_waiter = nullptr;
+  }
+  return p;
+}
+
+void worker::requeue(process* p) {
+  if (p->home != no_home) {
+    rt.workers[p->home]->push_pinned(p);
+  } else {
+    push_local(p);
+  }
+}
+
 void worker::unpark() noexcept {
   std::lock_guard<std::mutex> g(park_lock_);
   wake_pending_ = true;
@@ -166,7 +212,8 @@ process* worker::steal_from_others() {
 // while their owner is making progress, and counting them kept an idle worker spinning beside a
 // ping-pong pair, pulling on the owner's cache lines (ping_pong ran slower on 2 workers than on 1).
 bool worker::has_visible_work() const noexcept {
-  if (rt.injector.size_approx() > 0) return true;
+  // pinned_pending: seq_cst, as the other loads of park's look-again (scheduler.cpp, "Parking")
+  if (pinned_head_ != nullptr || pinned_pending.load(std::memory_order_seq_cst) || rt.injector.size_approx() > 0) return true;
   for (auto& w : rt.workers)
     if (w->local.size() > 0) return true;  // after the fence in park
   return runnext.load(std::memory_order_relaxed) != nullptr;
@@ -177,7 +224,11 @@ process* worker::find_work() {
   advance_timers();
   process* p = nullptr;
   if (tick_ % global_queue_interval == 0 && rt.injector.try_pop(p)) return p;
+  // scheduler.cpp, "Pinned": every other round first. relaxed: a hint, take_pinned decides
+  const bool pinned_work = pinned_head_ != nullptr || pinned_pending.load(std::memory_order_relaxed);
+  if (pinned_work && (tick_ & 1) == 0 && (p = take_pinned())) return p;
   if ((p = take_local())) return p;
+  if (pinned_work && (p = take_pinned())) return p;
   process* batch[inject_batch];
   if (std::size_t n = rt.injector.try_pop_bulk(batch, inject_batch)) {
     for (std::size_t i = 1; i < n; ++i) push_local(batch[i]);
@@ -346,7 +397,7 @@ void worker::run(process* p) {
     // once per runtime.
     for (process* waiters = rt.slots.release(p); waiters;) {
       process* next = waiters->next_waiter;
-      push_local(waiters);
+      requeue(waiters);
       waiters = next;
     }
     std::uint32_t s2 = p->control.load(std::memory_order_relaxed);
@@ -354,7 +405,7 @@ void worker::run(process* p) {
     while (!p->control.compare_exchange_weak(s2, (s2 & ~ctl_running) | ctl_notified, std::memory_order_acq_rel,
                                              std::memory_order_relaxed)) {
     }
-    push_local(p);
+    requeue(p);
     rt.notify_work();
     if (!rt.out_of_memory_reported.exchange(true, std::memory_order_relaxed))  // once per runtime
       log(log_event{log_level::error, log_kind::out_of_memory, p->id(), {}, {},
@@ -365,6 +416,7 @@ void worker::run(process* p) {
   p->worker = static_cast<std::uint16_t>(index);
   p->budget = rt.config.reductions_per_slice;
   if (!p->started) {
+    if (p->pinned) p->home = static_cast<std::uint16_t>(index);  // scheduler.cpp, "Pinned"
     p->ctx.fctx = make_context(rt.slots.stack_top(p), rt.slots.stack_bytes(), &process_main);
     p->started = true;
     create_fiber(p->ctx);
@@ -386,7 +438,7 @@ void worker::after_park(process* p) {
     destroy_fiber(p->ctx);
     while (waiters) {
       process* next = waiters->next_waiter;
-      push_local(waiters);
+      requeue(waiters);
       waiters = next;
     }
     rt.table.release(p, static_cast<int>(index));  // the life reference
@@ -395,7 +447,7 @@ void worker::after_park(process* p) {
   process* waiters = rt.slots.release(p);
   while (waiters) {
     process* next = waiters->next_waiter;
-    push_local(waiters);
+    requeue(waiters);
     waiters = next;
   }
   if (p->parked == park_reason::yield) {
@@ -404,14 +456,18 @@ void worker::after_park(process* p) {
     while (!p->control.compare_exchange_weak(s, (s & ~ctl_running) | ctl_notified, std::memory_order_acq_rel,
                                              std::memory_order_relaxed)) {
     }
-    if (!local.push(p)) push_local(p);
+    if (p->home != no_home) {
+      requeue(p);
+    } else if (!local.push(p)) {
+      push_local(p);
+    }
     rt.notify_work();
     return;
   }
   // Waiting: clear RUNNING; if a wake came while it ran, it is ours to queue (scheduler.cpp).
   std::uint32_t old = p->control.fetch_and(~ctl_running, std::memory_order_acq_rel);  // acq_rel: see scheduler.cpp
   if (old & ctl_notified) {
-    push_local(p);
+    requeue(p);
     rt.notify_work();
   }
 }

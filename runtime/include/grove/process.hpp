@@ -34,6 +34,12 @@ struct spawn_options {
   bool monitor = false;            // the caller monitors it before it runs (spawn_monitor)
   bool trap_exit = false;          // the new process starts trapping exits
   std::size_t max_heap_bytes = 0;  // its arena's limit (grove/arena.hpp); 0: no limit
+  // Runs only on the worker thread that first runs it: once started it never migrates, so errno,
+  // thread_locals, pthread_self() and C libraries' per-thread state (OpenSSL's error queue, many
+  // loggers) stay its own across runtime calls, whatever the compiler caches (README, "Rules").
+  // It waits for that worker when the worker is busy (it is never stolen), and costs a queue of its
+  // own per worker: bench/grove/ping_pong --pinned 1 measures the difference.
+  bool pinned = false;
 };
 
 // A spawned process and, for spawn_monitor, the caller's monitor on it.
