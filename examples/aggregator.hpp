@@ -129,7 +129,7 @@ inline constexpr std::array<const char*, 4> call_result_names{"ok", "late", "rej
 
 inline call_result classify(const svc::outcome<std::string>& r) {
   if (r) return call_result::ok;
-  if (r.error() == svc::errc::deadline_exceeded || r.error() == svc::errc::timeout) return call_result::late;
+  if (r.error() == svc::errc::deadline_exceeded || r.error() == grove::errc::timeout) return call_result::late;
   if (r.error() == svc::errc::pool_full) return call_result::rejected;
   return call_result::failed;  // 503, or a process that died
 }

@@ -53,7 +53,7 @@ TEST_CASE("a pool runs jobs on its workers and counts them") {
   CHECK(s.rejected == 0);
   CHECK(s.timed_out == 0);
   CHECK(pool.stop().has_value());
-  CHECK(pool.run(svc::deadline::after(patience), [] { return 1; }).error() == svc::errc::noproc);
+  CHECK(pool.run(svc::deadline::after(patience), [] { return 1; }).error() == grove::errc::noproc);
 }
 
 TEST_CASE("a full wait queue rejects at once with pool_full") {

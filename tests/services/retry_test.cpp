@@ -20,7 +20,7 @@ struct flaky {
   void handle_call(stall, svc::reply_to<int>) { ++calls; }  // the reply is dropped: never answered
   svc::outcome<int> handle_call(attempt) {
     ++calls;
-    return svc::errc::timeout;
+    return grove::errc::timeout;
   }
   int handle_call(count) const { return calls; }
 };
@@ -75,7 +75,7 @@ TEST_CASE("nothing retries unless asked: a failed call is attempted once") {
   grove_test::runtime_fixture rt;
   grove::scoped_process me;
   auto s = svc::start_link<flaky>({}).value();
-  CHECK(svc::call(s, flaky::attempt{}).error() == svc::errc::timeout);
+  CHECK(svc::call(s, flaky::attempt{}).error() == grove::errc::timeout);
   CHECK(svc::call(s, flaky::count{}).value() == 1);
 }
 
@@ -99,7 +99,7 @@ TEST_CASE("a retry policy retries the errors it is told to and counts every retr
   svc::retry_policy p{.max_attempts = 5, .initial_backoff = 1ms, .max_backoff = 5ms};
   auto failures = std::make_shared<std::atomic<int>>(2);
   auto r = svc::retry(p, svc::deadline::after(patience), [failures]() -> svc::outcome<int> {
-    if (failures->fetch_sub(1) > 0) return svc::errc::timeout;
+    if (failures->fetch_sub(1) > 0) return grove::errc::timeout;
     return 9;
   });
   CHECK(r.value() == 9);
@@ -127,8 +127,8 @@ TEST_CASE("an error the policy does not retry is returned after one attempt") {
   CHECK(p.stats().not_retryable == 1);
   svc::retry_policy only_pool_full{.max_attempts = 3, .initial_backoff = 1ms,
                                    .retry_if = [](const svc::failure& f) { return f.code == svc::errc::pool_full; }};
-  auto t = svc::retry(only_pool_full, svc::deadline::after(patience), [] { return svc::outcome<int>(svc::errc::timeout); });
-  CHECK(t.error() == svc::errc::timeout);
+  auto t = svc::retry(only_pool_full, svc::deadline::after(patience), [] { return svc::outcome<int>(grove::errc::timeout); });
+  CHECK(t.error() == grove::errc::timeout);
   CHECK(only_pool_full.stats().attempts == 1);
 }
 
@@ -138,7 +138,7 @@ TEST_CASE("retries stop after max_attempts and return the last error") {
   auto s = svc::start_link<flaky>({}).value();
   svc::retry_policy p{.max_attempts = 3, .initial_backoff = 1ms, .max_backoff = 2ms};
   auto r = svc::retry(p, svc::deadline::after(patience), [s](const svc::deadline& d) { return svc::call(s, flaky::attempt{}, d); });
-  CHECK(r.error() == svc::errc::timeout);
+  CHECK(r.error() == grove::errc::timeout);
   CHECK(svc::call(s, flaky::count{}).value() == 3);
   CHECK(p.stats().exhausted == 1);
   CHECK(p.stats().retries == 2);

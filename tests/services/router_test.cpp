@@ -83,7 +83,7 @@ TEST_CASE("consistent hashing sends the same key to the same worker while it liv
   std::map<grove::pid, int> load;
   for (auto& [key, w] : first) ++load[w];
   CHECK(load.size() == 5);  // every worker owns some keys
-  CHECK(r.pick().error() == svc::errc::bad_argument);  // hashing needs a key
+  CHECK(r.pick().error() == grove::errc::bad_argument);  // hashing needs a key
   svc::router copy = r;  // copies share the ring
   CHECK(owner_of(copy, "user-7") == first["user-7"]);
 }

@@ -64,7 +64,7 @@ struct counter {
   void handle_call(hand_off, svc::reply_to<std::string> r) {
     grove::spawn([r = std::move(r)]() mutable { r("from a helper"); });
   }
-  svc::outcome<int> handle_call(fail) { return svc::errc::bad_argument; }
+  svc::outcome<int> handle_call(fail) { return grove::errc::bad_argument; }
   bool handle_call(is_holding) const { return held.has_value() && held->is_pending(); }
   svc::stop_reply<int> handle_call(quit q) {
     log->add("quit asked");
@@ -104,7 +104,7 @@ TEST_CASE("a call returns the handler's reply and a cast changes the server's st
   svc::cast(c, counter::add{2});
   CHECK(svc::call(c, counter::get{}).value() == 7);  // casts and calls from one caller are served in order
   auto f = svc::call(c, counter::fail{});
-  CHECK(f.error() == svc::errc::bad_argument);  // a reply that is a failure; the server goes on
+  CHECK(f.error() == grove::errc::bad_argument);  // a reply that is a failure; the server goes on
   CHECK(svc::call(c, counter::get{}).value() == 7);
   CHECK(svc::stop(c).has_value());
 }
@@ -117,12 +117,12 @@ TEST_CASE("a call to a dead server returns noproc at once") {
   REQUIRE(svc::stop(c).has_value());
   auto start = std::chrono::steady_clock::now();
   auto r = svc::call(c, counter::get{}, 20s);
-  CHECK(r.error() == svc::errc::noproc);
+  CHECK(r.error() == grove::errc::noproc);
   CHECK(seconds_since(start) < 10.0);  // at once, not after the 20 s timeout
-  CHECK(svc::call(svc::server_ref<counter>(), counter::get{}).error() == svc::errc::noproc);
-  CHECK(svc::call(svc::server_ref<counter>::named("nobody"), counter::get{}).error() == svc::errc::noproc);
+  CHECK(svc::call(svc::server_ref<counter>(), counter::get{}).error() == grove::errc::noproc);
+  CHECK(svc::call(svc::server_ref<counter>::named("nobody"), counter::get{}).error() == grove::errc::noproc);
   svc::cast(c, counter::add{1});  // a cast to a dead server is a no-op
-  CHECK(svc::stop(c).error() == svc::errc::noproc);
+  CHECK(svc::stop(c).error() == grove::errc::noproc);
 }
 
 TEST_CASE("a call with a 1 s timeout returns timeout after at least 1 s and before 2 s") {
@@ -133,7 +133,7 @@ TEST_CASE("a call with a 1 s timeout returns timeout after at least 1 s and befo
   auto start = std::chrono::steady_clock::now();
   auto r = svc::call(c, counter::hold{}, 1s);  // never answered
   const double took = seconds_since(start);
-  CHECK(r.error() == svc::errc::timeout);
+  CHECK(r.error() == grove::errc::timeout);
   CHECK(took >= 1.0);
   CHECK(took < 2.0);
 }
@@ -161,7 +161,7 @@ TEST_CASE("a reply that comes after the caller gave up never lands in the caller
   grove::scoped_process me;
   auto log = std::make_shared<event_log>();
   auto c = start_counter(log);
-  REQUIRE(svc::call(c, counter::hold{}, 1s).error() == svc::errc::timeout);
+  REQUIRE(svc::call(c, counter::hold{}, 1s).error() == grove::errc::timeout);
   svc::cast(c, counter::release{});  // now the server answers the call we gave up on
   // A call after the late reply was sent: one sender, one order, so the late reply reached (and was
   // dropped at) our door before this reply.
@@ -186,7 +186,7 @@ TEST_CASE("the caller gets the server's exit reason when the server dies during 
     auto killer = grove::spawn([pid = c.pid()] { grove::exit(pid, grove::exit_reason::kill()); });
     (void)killer;
     auto r = svc::call(c, counter::hold{}, 20s);  // killed while the call waits (or before: noproc)
-    CHECK((r.error() == svc::errc::exited || r.error() == svc::errc::noproc));
+    CHECK((r.error() == svc::errc::exited || r.error() == grove::errc::noproc));
     if (r.error() == svc::errc::exited) CHECK(r.failure().reason.is_killed());
     CHECK(wait_down(watcher).is_killed());
   }
@@ -333,7 +333,7 @@ TEST_CASE("calls outside a process return not_in_process, and casts work from an
     svc::cast(c, counter::add{4});
   });
   t.join();
-  CHECK(code == svc::errc::not_in_process);
+  CHECK(code == grove::errc::not_in_process);
   grove::scoped_process me;
   CHECK(svc::call(svc::server_ref<counter>(server), counter::get{}).value() == 4);
 }
@@ -432,5 +432,5 @@ TEST_CASE("a handle_call that returns stop_reply replies first, then terminate r
   CHECK(wait_down(watcher).text() == "upgrade");
   CHECK(log->has("quit asked"));
   CHECK(log->has("terminate upgrade"));
-  CHECK(svc::call(c, counter::get{}).error() == svc::errc::noproc);
+  CHECK(svc::call(c, counter::get{}).error() == grove::errc::noproc);
 }

@@ -31,7 +31,7 @@ TEST_CASE("await returns a task's value, and a void task's completion") {
   CHECK(a.await().value() == 42);
   CHECK(svc::await(b, patience).value() == "text");
   CHECK(c.await(svc::deadline::after(patience)).has_value());
-  CHECK(a.await().error() == svc::errc::bad_argument);  // a result is taken once
+  CHECK(a.await().error() == grove::errc::bad_argument);  // a result is taken once
   CHECK(!a.is_pending());
 }
 
@@ -60,7 +60,7 @@ TEST_CASE("an await that times out leaves the task running, and a later await ge
   });
   auto start = std::chrono::steady_clock::now();
   auto r = t.await(1s);
-  CHECK(r.error() == svc::errc::timeout);
+  CHECK(r.error() == grove::errc::timeout);
   CHECK(seconds_since(start) >= 1.0);
   CHECK(seconds_since(start) < 2.0);
   CHECK(t.is_pending());
@@ -289,5 +289,5 @@ TEST_CASE("a task launched outside a process reports not_in_process at its await
     code = task.await(1s).error();
   });
   t.join();
-  CHECK(code == svc::errc::not_in_process);
+  CHECK(code == grove::errc::not_in_process);
 }

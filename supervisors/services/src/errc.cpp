@@ -12,9 +12,7 @@ class category final : public std::error_category {
   const char* name() const noexcept override { return "grove.services"; }
   std::string message(int code) const override {
     switch (static_cast<errc>(code)) {
-      case errc::timeout: return "the call timed out";
       case errc::deadline_exceeded: return "the deadline passed";
-      case errc::noproc: return "no such process";
       case errc::exited: return "the process exited before answering";
       case errc::call_to_self: return "a process cannot call itself (it would wait for its own reply)";
       case errc::pool_full: return "the pool's wait queue is full";
@@ -22,8 +20,6 @@ class category final : public std::error_category {
       case errc::init_failed: return "the server's initialisation failed";
       case errc::bad_request: return "the server does not handle this request";
       case errc::no_workers: return "the router has no live workers";
-      case errc::not_in_process: return "this call needs a calling process (a Grove process or a scoped_process)";
-      case errc::bad_argument: return "bad argument";
     }
     return "unknown services error";
   }
@@ -41,7 +37,7 @@ failure failure::from_exception(const std::exception& e) {
 }
 
 failure failure::from_exit(exit_reason r) {
-  if (r.what_kind() == exit_reason::kind::noproc) return failure(errc::noproc);
+  if (r.what_kind() == exit_reason::kind::noproc) return failure(grove::errc::noproc);
   return failure(make_error_code(errc::exited), std::move(r));
 }
 

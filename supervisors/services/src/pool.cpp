@@ -287,9 +287,9 @@ pool_call begin_pool_call(grove::pid pool) {
   pool_call c;
   const grove::pid me = grove::self();
   if (me.is_null()) {
-    c.early = errc::not_in_process;
+    c.early = grove::errc::not_in_process;
   } else if (pool.is_null() || !is_alive(pool)) {
-    c.early = errc::noproc;
+    c.early = grove::errc::noproc;
   } else if (pool == me) {
     c.early = errc::call_to_self;
   } else {
@@ -338,14 +338,14 @@ void lease::release() noexcept {
 }
 
 outcome<pool> pool::start_link(const pool_options& o) {
-  if (o.size == 0) return errc::bad_argument;
+  if (o.size == 0) return grove::errc::bad_argument;
   auto r = services::start_link<detail::pool_manager>(server_options{.name = o.name, .trap_exit = true}, o);
   if (!r) return r.failure();
   return pool(r->pid());
 }
 
 outcome<pool> pool::start(const pool_options& o) {
-  if (o.size == 0) return errc::bad_argument;
+  if (o.size == 0) return grove::errc::bad_argument;
   auto r = services::start<detail::pool_manager>(server_options{.name = o.name, .trap_exit = true}, o);
   if (!r) return r.failure();
   return pool(r->pid());

@@ -26,7 +26,7 @@ std::chrono::nanoseconds retry_policy::backoff(unsigned n, double u) const noexc
 bool retry_policy::is_retryable(const failure& f) const {
   if (f.code == errc::deadline_exceeded) return false;  // the same deadline for every attempt
   if (retry_if) return retry_if(f);
-  return f.code == errc::timeout || f.code == errc::noproc || f.code == errc::exited || f.code == errc::pool_full;
+  return f.code == grove::errc::timeout || f.code == grove::errc::noproc || f.code == errc::exited || f.code == errc::pool_full;
 }
 
 retry_stats retry_policy::stats() const noexcept {

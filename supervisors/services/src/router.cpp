@@ -126,7 +126,7 @@ std::size_t router::in_flight(grove::pid worker) const {
 }
 
 outcome<route> router::pick() {
-  if (strategy_ == routing::consistent_hash) return errc::bad_argument;
+  if (strategy_ == routing::consistent_hash) return grove::errc::bad_argument;
   return pick_impl(false, 0);
 }
 
@@ -154,7 +154,7 @@ outcome<route> router::pick_impl(bool has_key, std::uint64_t key_hash) {
         break;
       }
       case routing::consistent_hash: {
-        if (!has_key) return errc::bad_argument;
+        if (!has_key) return grove::errc::bad_argument;
         const std::uint64_t h = detail::mix(key_hash);
         auto it = std::lower_bound(s.ring.begin(), s.ring.end(), std::pair<std::uint64_t, grove::pid>(h, grove::pid()));
         if (it == s.ring.end()) it = s.ring.begin();

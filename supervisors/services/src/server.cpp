@@ -147,9 +147,9 @@ call_state begin_call(pid target) {
   call_state st;
   const pid me = grove::self();
   if (me.is_null()) {
-    st.early = errc::not_in_process;
+    st.early = grove::errc::not_in_process;
   } else if (target.is_null() || !is_alive(target)) {
-    st.early = errc::noproc;
+    st.early = grove::errc::noproc;
   } else if (target == me) {
     st.early = errc::call_to_self;
   } else {
@@ -180,7 +180,7 @@ void abandon_call(call_state& st) noexcept {
 
 outcome<pid> start_server(const server_options& o, bool link, std::unique_ptr<server_factory> f) {
   const pid me = grove::self();
-  if (me.is_null()) return errc::not_in_process;
+  if (me.is_null()) return grove::errc::not_in_process;
   const alias ack = make_alias();
   const pid parent = link ? me : pid();
   auto spawned = try_spawn(
@@ -216,15 +216,15 @@ outcome<pid> start_server(const server_options& o, bool link, std::unique_ptr<se
       if (link) unlink(p);
       grove::exit(p, exit_reason::kill());
       grove::receive(wait_down);
-      return errc::timeout;
+      return grove::errc::timeout;
   }
-  return errc::timeout;  // not reached
+  return grove::errc::timeout;  // not reached
 }
 
 outcome<void> stop_server(pid target, exit_reason reason, const deadline& d) {
   const pid me = grove::self();
-  if (me.is_null()) return errc::not_in_process;
-  if (target.is_null()) return errc::noproc;
+  if (me.is_null()) return grove::errc::not_in_process;
+  if (target.is_null()) return grove::errc::noproc;
   if (target == me) return errc::call_to_self;
   const monitor_ref mon = monitor(target);
   grove::send(target, stop_msg{std::move(reason)});
@@ -234,9 +234,9 @@ outcome<void> stop_server(pid target, exit_reason reason, const deadline& d) {
   const got g = receive_by(d, [] { return got::timed_out; }, on_down);
   if (g == got::timed_out) {
     demonitor(mon, true);
-    return errc::timeout;
+    return grove::errc::timeout;
   }
-  if (g == got::was_dead) return errc::noproc;
+  if (g == got::was_dead) return grove::errc::noproc;
   return {};
 }
 

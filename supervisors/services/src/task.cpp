@@ -53,7 +53,7 @@ namespace grove::services::detail {
 task_core begin_launch() {
   task_core c;
   if (grove::self().is_null()) {
-    c.launch_failure = errc::not_in_process;
+    c.launch_failure = grove::errc::not_in_process;
     return c;
   }
   c.reply = make_alias();

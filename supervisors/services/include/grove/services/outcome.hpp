@@ -12,9 +12,11 @@
 // std::error_code cannot carry that, so failure = {code, reason}; reason is meaningful for
 // errc::exited (the target's exit reason) and errc::exception (exit_reason::exception(what, type)).
 //
-// Codes are the services category's own, even where the runtime has a similar one (noproc,
-// timeout): one category to compare against. Nothing here throws except outcome::value() on a
-// failure (services::error).
+// One meaning, one code: what only services mean (deadline_exceeded, exited, pool_full, ...) is a
+// services::errc; what the runtime already names is the runtime's grove::errc (noproc, timeout,
+// not_in_process, bad_argument), so a caller compares a call's error with the same code whether the
+// runtime or a service produced it. Nothing here throws except outcome::value() on a failure
+// (services::error).
 #pragma once
 
 #include <exception>
@@ -24,14 +26,17 @@
 #include <utility>
 #include <variant>
 
+#include <grove/errc.hpp>
 #include <grove/exit_reason.hpp>
 
 namespace grove::services {
 
+// Besides these: grove::errc::timeout (a call's timeout passed without a reply: OTP's timeout),
+// grove::errc::noproc (the target, a server, pool or name, is not alive), grove::errc::not_in_process
+// (the call needs a calling process), grove::errc::bad_argument (an argument out of its domain: a
+// pool of 0 workers, a task awaited twice).
 enum class errc {
-  timeout = 1,        // a call's timeout passed without a reply (OTP's timeout)
-  deadline_exceeded,  // the request's deadline passed before the operation finished
-  noproc,             // the target (server, pool, name) is not alive
+  deadline_exceeded = 1,  // the request's deadline passed before the operation finished
   exited,             // the target exited before answering; the failure carries its exit reason
   call_to_self,       // a process called itself: it would wait for its own reply for ever
   pool_full,          // the pool's wait queue is full: rejected at once, nothing queued
@@ -39,8 +44,6 @@ enum class errc {
   init_failed,        // a server's initialisation (its constructor) threw, or its name was taken
   bad_request,        // the target does not handle this request (a server_ref of another behaviour)
   no_workers,         // a router with no live members
-  not_in_process,     // the call needs a calling process (a Grove process or a scoped_process)
-  bad_argument,       // an argument out of its domain (a pool of 0 workers, a task awaited twice)
 };
 
 }  // namespace grove::services
@@ -62,6 +65,7 @@ struct failure {
 
   failure() = default;
   failure(errc e) : code(make_error_code(e)) {}  // NOLINT: implicit by design
+  failure(grove::errc e) : code(grove::make_error_code(e)) {}  // NOLINT
   failure(std::error_code c, exit_reason r = {}) : code(c), reason(std::move(r)) {}  // NOLINT
 
   // failure{exception, exit_reason::exception(e.what(), its type)}.
@@ -93,10 +97,11 @@ class [[nodiscard]] outcome {
   template <class U>
     requires(std::is_constructible_v<T, U &&> && !std::is_same_v<std::remove_cvref_t<U>, T> &&
              !std::is_same_v<std::remove_cvref_t<U>, outcome> && !std::is_same_v<std::remove_cvref_t<U>, failure> &&
-             !std::is_same_v<std::remove_cvref_t<U>, errc>)
+             !std::is_same_v<std::remove_cvref_t<U>, errc> && !std::is_same_v<std::remove_cvref_t<U>, grove::errc>)
   outcome(U&& value) : v_(std::in_place_index<0>, std::forward<U>(value)) {}  // NOLINT
   outcome(services::failure f) : v_(std::in_place_index<1>, std::move(f)) {}  // NOLINT
   outcome(errc e) : outcome(services::failure(e)) {}                          // NOLINT
+  outcome(grove::errc e) : outcome(services::failure(e)) {}                   // NOLINT
 
   bool has_value() const noexcept { return v_.index() == 0; }
   explicit operator bool() const noexcept { return has_value(); }
@@ -130,6 +135,7 @@ class [[nodiscard]] outcome<void> {
   outcome() noexcept = default;
   outcome(services::failure f) : failure_(std::move(f)) {}  // NOLINT: implicit by design
   outcome(errc e) : failure_(e) {}                          // NOLINT
+  outcome(grove::errc e) : failure_(e) {}                   // NOLINT
 
   bool has_value() const noexcept { return !failure_.code; }
   explicit operator bool() const noexcept { return has_value(); }

@@ -24,7 +24,7 @@
 //   the pool takes it back if the holder dies.
 // - A waiter whose deadline passes is removed from the queue (counted in timed_out) and its caller
 //   returns errc::deadline_exceeded; a worker that becomes free goes to the oldest waiter still in
-//   time. errc::noproc / errc::exited: the pool itself is not alive / died during the wait.
+//   time. grove::errc::noproc / errc::exited: the pool itself is not alive / died during the wait.
 // The pool is a server (server.hpp) that traps exits: start_link links it to the caller, and it
 // stops its workers and exits when its parent does (or on stop()); it restarts workers that die.
 // All functions are thread-safe; run, checkout, stats and stop need a calling process.
@@ -159,7 +159,7 @@ class pool {
   }
 
   // Starts a pool linked to the caller (start) or not, and waits until its workers exist.
-  // errc::bad_argument for size 0; errc::init_failed if the name is taken.
+  // grove::errc::bad_argument for size 0; errc::init_failed if the name is taken.
   static outcome<pool> start_link(const pool_options& o);
   static outcome<pool> start(const pool_options& o);
 

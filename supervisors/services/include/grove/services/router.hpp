@@ -79,7 +79,7 @@ class router {
   // Requests in flight to `worker` through this router.
   std::size_t in_flight(grove::pid worker) const;
 
-  // A live member by the strategy (consistent_hash without a key: errc::bad_argument); errc::no_workers
+  // A live member by the strategy (consistent_hash without a key: grove::errc::bad_argument); errc::no_workers
   // if none is alive.
   outcome<route> pick();
   // By key: consistent_hash hashes it (std::hash<K>, then mixed); the other strategies ignore it.

@@ -31,8 +31,8 @@
 //
 // call's semantics (OTP's, DESIGN-NOTES §5): the caller monitors the server and makes a process alias
 // for the reply, then waits for the reply, the monitor's down or the timeout, whichever comes first:
-//   - the timeout passes: errc::timeout (errc::deadline_exceeded for a deadline), not later;
-//   - the server is not alive: errc::noproc, at once (the monitor fires at once);
+//   - the timeout passes: grove::errc::timeout (errc::deadline_exceeded for a deadline), not later;
+//   - the server is not alive: grove::errc::noproc, at once (the monitor fires at once);
 //   - the server dies during the call: errc::exited, with the server's exit reason;
 //   - a reply that comes after the caller stopped waiting goes to the deactivated alias and is
 //     dropped: it never lands in the caller's mailbox (OTP 24);
@@ -81,7 +81,7 @@ struct server_options {
                                    // reach handle_info as exit_signal messages
   std::size_t max_heap_bytes = 0;  // the server process's arena limit (spawn_options)
   std::chrono::milliseconds init_timeout = infinity;  // the start waits this long for init, then
-                                                      // kills the server: errc::timeout
+                                                      // kills the server: grove::errc::timeout
 };
 
 // Who called, and until when the caller waits.
@@ -235,7 +235,7 @@ struct cast_job_of final : cast_job {
 };
 
 template <class B, class Req>
-call_result_t<B, Req> do_call(grove::pid target, Req&& req, const deadline& d, errc on_expiry) {
+call_result_t<B, Req> do_call(grove::pid target, Req&& req, const deadline& d, failure on_expiry) {
   using req_t = std::remove_cvref_t<Req>;
   using reply = call_reply_t<B, req_t>;
   using wire = wire_t<reply>;
@@ -264,8 +264,8 @@ call_result_t<B, Req> do_call(grove::pid target, Req&& req, const deadline& d, e
 // Starts a server of behaviour B, constructing B(args...) inside the new process (args are copied
 // or moved in), linked to the caller (start_link) or not (start), and waits until the constructor
 // has returned (OTP's init). Errors: errc::init_failed (the constructor threw: the failure's reason
-// is the exception; or the name was taken), errc::timeout (options.init_timeout passed),
-// errc::not_in_process. On failure nothing is left running, and a linking caller gets the error, not
+// is the exception; or the name was taken), grove::errc::timeout (options.init_timeout passed),
+// grove::errc::not_in_process. On failure nothing is left running, and a linking caller gets the error, not
 // an exit signal.
 template <class B, class... A>
 outcome<server_ref<B>> start_link(const server_options& options, A&&... args) {
@@ -282,12 +282,12 @@ outcome<server_ref<B>> start(const server_options& options, A&&... args) {
   return server_ref<B>(*p);
 }
 
-// Calls the server and waits up to `timeout` (see the file comment); errc::timeout when it passes.
+// Calls the server and waits up to `timeout` (see the file comment); grove::errc::timeout when it passes.
 template <class B, class Req>
 call_result_t<B, std::remove_cvref_t<Req>> call(const server_ref<B>& server, Req&& request,
                                                 std::chrono::milliseconds timeout = default_call_timeout) {
   const deadline d = timeout == infinity ? deadline::never() : deadline::after(timeout);
-  return detail::do_call<B>(server.pid(), std::forward<Req>(request), d, errc::timeout);
+  return detail::do_call<B>(server.pid(), std::forward<Req>(request), d, grove::errc::timeout);
 }
 // The same with a deadline (the server sees it in call_info); errc::deadline_exceeded when it passes.
 template <class B, class Req>
@@ -306,7 +306,7 @@ void cast(const server_ref<B>& server, Msg&& msg) {
 }
 
 // Stops the server (OTP's gen_server:stop): it runs terminate(reason) and exits with `reason`; returns
-// once it has exited. errc::noproc if it was not alive, errc::timeout if it had not exited in time
+// once it has exited. grove::errc::noproc if it was not alive, grove::errc::timeout if it had not exited in time
 // (it still stops when it gets to the request).
 template <class B>
 outcome<void> stop(const server_ref<B>& server, exit_reason reason = exit_reason::normal(),

@@ -3,7 +3,7 @@
 //
 //   auto a = svc::async([] { return fetch_a(); });     // task<A>, running now
 //   auto b = svc::async([] { return fetch_b(); });
-//   svc::outcome<A> ra = a.await(2s);                  // value, or errc::timeout after 2 s
+//   svc::outcome<A> ra = a.await(2s);                  // value, or grove::errc::timeout after 2 s
 //   svc::outcome<B> rb = svc::await(b, deadline);      // or errc::deadline_exceeded
 //
 // - An exception in a task surfaces at its await as errc::exception (the failure's reason is
@@ -23,7 +23,7 @@
 //   stack out (runtime/src/scheduler.cpp), so a reference to the owner's locals is not valid while
 //   the owner waits; heap objects (a shared_ptr, a member of a heap object) are fine.
 // A handle belongs to the process that called async: await and cancel only from it. Call async
-// from a process or a scoped_process (else every await returns errc::not_in_process).
+// from a process or a scoped_process (else every await returns grove::errc::not_in_process).
 #pragma once
 
 #include <chrono>
@@ -72,11 +72,11 @@ class [[nodiscard]] task {
   bool is_pending() const noexcept { return core_.pending; }
 
   // The task's value or failure, waiting until `d` (errc::deadline_exceeded; the task keeps running).
-  // A handle whose result was taken returns errc::bad_argument.
+  // A handle whose result was taken returns grove::errc::bad_argument.
   outcome<V> await(const deadline& d) { return take(d, errc::deadline_exceeded); }
-  // The same with a timeout (errc::timeout).
+  // The same with a timeout (grove::errc::timeout).
   outcome<V> await(std::chrono::milliseconds timeout = default_await_timeout) {
-    return take(timeout == std::chrono::milliseconds::max() ? deadline::never() : deadline::after(timeout), errc::timeout);
+    return take(timeout == std::chrono::milliseconds::max() ? deadline::never() : deadline::after(timeout), grove::errc::timeout);
   }
   // Kills the task if it is still running; its result, if it had arrived, is discarded.
   void cancel() { detail::cancel_and_flush<wire>(core_); }
@@ -84,12 +84,12 @@ class [[nodiscard]] task {
  private:
   using wire = detail::wire_t<V>;
 
-  outcome<V> take(const deadline& d, errc on_expiry) {
+  outcome<V> take(const deadline& d, failure on_expiry) {
     if (core_.launch_failure.code) {
-      failure f = std::exchange(core_.launch_failure, failure(errc::bad_argument));
+      failure f = std::exchange(core_.launch_failure, failure(grove::errc::bad_argument));
       return f;
     }
-    if (!core_.pending) return errc::bad_argument;
+    if (!core_.pending) return grove::errc::bad_argument;
     bool timed_out = false;
     bool got_down = false;
     auto on_result = grove::when([id = core_.reply.id](const detail::reply_msg<wire>& r) { return r.id == id; },
@@ -208,7 +208,7 @@ class [[nodiscard]] task_stream {
       if (auto item = pop_ready()) return item;
       if (running_.empty()) {
         // Nothing can run: no concurrency allowed, or the deadline passed. Report the rest.
-        const failure why = options_.max_concurrency == 0 ? failure(errc::bad_argument) : failure(errc::deadline_exceeded);
+        const failure why = options_.max_concurrency == 0 ? failure(grove::errc::bad_argument) : failure(errc::deadline_exceeded);
         while (launched_ < count_) store(launched_++, why);
         continue;
       }
