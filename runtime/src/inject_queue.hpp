@@ -3,7 +3,7 @@
 // Fed by foreign threads (spawn, send and timers from outside the runtime) and by workers whose local
 // run queue is full; drained by every worker (every 61st scheduling round, and whenever the local
 // queue is empty, as Go's global queue). Many producers and many consumers on a few queues: the case
-// moodycamel's ConcurrentQueue is built for (DESIGN-NOTES §3). The one file that includes it.
+// moodycamel's ConcurrentQueue is built for (runtime/DESIGN.md §3). The one file that includes it.
 //
 // Under ThreadSanitizer the queue is a mutex and a deque instead: moodycamel publishes its slots with
 // standalone fences, which TSan does not model, so it reports races that are not there (seen here on

@@ -4,7 +4,7 @@
 //   - the inbox, an intrusive multi-producer single-consumer queue (Dmitry Vyukov's design): any
 //     thread pushes with one atomic exchange; only the owning process pops. An empty inbox is three
 //     words and a 16-byte stub node (32 bytes) — a million processes cannot afford a moodycamel queue
-//     (616+ bytes each, DESIGN-NOTES §3).
+//     (616+ bytes each, runtime/DESIGN.md §3).
 //   - the saved list, owned by the process alone: messages taken from the inbox that no receive has
 //     matched yet, in arrival order. receive scans it, then pulls more from the inbox.
 // push() reports whether the inbox was empty (as Pony's does) only approximately, so the sender does not

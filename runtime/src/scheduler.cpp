@@ -19,10 +19,10 @@
 //    the local queue goes first (tokio's cap), so a ping-pong pair cannot starve the queue. A spawn
 //    or wake that finds the slot taken moves the old occupant to the local queue, where other
 //    workers can steal it (so a spawn loop still spreads out). Spawning into the slot, as tokio and
-//    Go do, keeps "spawn a process, wait for it" on one core: with the child in the local queue the
-//    idle worker stole every child and the pair bounced between cores; bench/grove/restarts --n 1000
-//    (a supervisor restarting a crashing child, 2 workers, medians of 9 runs, twice) went from
-//    137 K and 147 K restarts/s to 214 K and 215 K.
+//    Go do, keeps "spawn a process, wait for it" on one core. Rejected: spawning into the local
+//    queue, where the idle worker steals every child and the pair bounces between cores:
+//    bench/grove/restarts --n 1000 (a supervisor restarting a crashing child, 2 workers, medians of
+//    9 runs, twice) ran 214-215 K restarts/s with the slot, 137-147 K with the local queue.
 // 3. The local queue (FIFO).
 // 4. The inject queue: foreign threads' spawns and sends, and overflow from full local queues.
 // 5. Expired timers of this worker's wheel (checked every round against a cached next expiry; with
@@ -30,7 +30,7 @@
 // 6. Stealing: half of a random victim's local queue. A victim's LIFO slot is taken only if that
 //    worker has not switched processes for 200 µs (it is stuck in one long process): stealing it
 //    earlier would split ping-pong pairs across cores, which costs ~5× here (cross-core round trips
-//    are ~480 ns on these VMs, DESIGN-NOTES §2). For the same reason an idle worker does not count
+//    are ~480 ns on these VMs, runtime/DESIGN.md §2). For the same reason an idle worker does not count
 //    other workers' LIFO slots as work when deciding whether to sleep. Instead a parked worker
 //    watches them (worker::park): while a slot is occupied, or another worker is busy, it sleeps at
 //    most 0.2 ms at first, backing off to 5 ms while it finds nothing, and looks again; a pusher that

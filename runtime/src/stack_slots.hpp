@@ -1,6 +1,6 @@
 // stack_slots.hpp: execution stacks shared by all workers, used as a cache of process stacks.
 //
-// Why (the numbers are in DESIGN-NOTES §1-2): a fresh 4 KiB page costs ~12.9 µs to fault in on
+// Why (the numbers are in runtime/DESIGN.md §1-2): a fresh 4 KiB page costs ~12.9 µs to fault in on
 // this project's machines, so one stack per process would make a million sleeping processes cost
 // ~4.1 GB and ~15 µs each to spawn. Instead, processes run on a few large execution stacks at fixed
 // addresses (the slots) and a parked process's live stack (a few hundred bytes) is copied out only
@@ -34,7 +34,7 @@
 // in the guard instead of writing over the stack below, the one of another process. It costs address
 // space only: reserving and protecting 8,192 slots took the same 19-35 ms with a 4 KiB or a 64 KiB
 // guard (bench/grove/stack_guard_probe.cpp, 3 rounds each), and PROT_NONE pages are never backed. AddressSanitizer: images carry their shadow bytes with them, so ASan's view of
-// each parked stack survives eviction (saving bytes alone gives false reports, DESIGN-NOTES §2).
+// each parked stack survives eviction (saving bytes alone gives false reports, runtime/DESIGN.md §2).
 //
 // Rejected: a stack per process (memory and spawn cost above; and guard pages for a million stacks
 // exceed vm.max_map_count); copy-stacks pinned to one worker (no migration of started processes);

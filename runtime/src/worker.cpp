@@ -20,8 +20,8 @@ constexpr int steal_rounds = 4;                      // Go's: passes over all vi
 constexpr std::size_t inject_batch = 32;             // processes taken from the inject queue at once
 // A worker whose switch count has not moved for this long is running one long process: its LIFO
 // slot may be stolen. Much longer than a message round trip (~0.3 µs), so a ping-pong pair is never
-// split across cores (which made bench/grove/ring 40% slower on 2 workers than on 1 when it was
-// "two looks in a row").
+// split across cores. Rejected: "two looks in a row" without the switch count, which split pairs:
+// bench/grove/ring ran 40% slower on 2 workers than on 1.
 constexpr std::uint64_t stuck_worker_ns = 200'000;
 // The longest a watching worker sleeps (worker::park): how late, at worst, an idle worker notices a
 // process stranded in the LIFO slot of a worker that computes without runtime calls. Go's sysmon

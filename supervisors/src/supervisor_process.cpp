@@ -5,7 +5,7 @@
 // process that called start_link: its parent). Its state (this class) belongs to it alone. Other
 // processes change it only by sending it messages: management requests (protocol.hpp), exit signals
 // from its children and its parent, and the restart_due messages it sends itself. It uses the public
-// runtime API and nothing else (STYLE.md, principle 1).
+// runtime API and nothing else (runtime/DESIGN.md §6, principle 1).
 //
 // ## State and invariants
 // - children_ holds the children in start order (static children: spec order, then start_child

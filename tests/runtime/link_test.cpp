@@ -1,4 +1,4 @@
-// Links, monitors and exit signals: Erlang's rules (DESIGN-NOTES §5), from a scoped_process that
+// Links, monitors and exit signals: Erlang's rules (runtime/DESIGN.md §5), from a scoped_process that
 // watches through monitors.
 #include "support/fixture.hpp"
 

@@ -1,5 +1,5 @@
 // Servers (grove/services/server.hpp): call, cast, start, stop, and OTP's call semantics
-// (DESIGN-NOTES §5): timeout not later than asked, noproc at once, the server's exit reason, no late
+// (runtime/DESIGN.md §5): timeout not later than asked, noproc at once, the server's exit reason, no late
 // replies, no self-call deadlock; servers under supervisors.
 #include "helpers.hpp"
 

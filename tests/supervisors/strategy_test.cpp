@@ -1,5 +1,5 @@
 // Strategies, start order and stop order: OTP's one_for_one, one_for_all, rest_for_one and
-// simple_one_for_one (DESIGN-NOTES §5), observed through children that log their starts and stops.
+// simple_one_for_one (runtime/DESIGN.md §5), observed through children that log their starts and stops.
 #include <atomic>
 #include <thread>
 

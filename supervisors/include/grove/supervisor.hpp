@@ -11,7 +11,7 @@
 // supervisor decides what happens next), and stops its children in reverse order when the process
 // that started it (its parent, to which it is linked) exits, then exits with the parent's reason.
 // An exit signal from the null pid (grove::runtime::stop, or exit() from a foreign thread) stops it
-// the same way. Semantics follow OTP's supervisor module (DESIGN-NOTES §5); where Grove differs it
+// the same way. Semantics follow OTP's supervisor module (runtime/DESIGN.md §5); where Grove differs it
 // says so. supervisors/src/supervisor_process.cpp opens with the design.
 //
 // The management calls are requests to the supervisor process and replies from it; each takes a

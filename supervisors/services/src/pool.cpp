@@ -6,7 +6,7 @@
 // linked to it (a worker that dies is replaced; a pool that dies takes its workers with it) and its
 // parent's exit stops it (server loop → terminate → workers get exit `shutdown`). Workers are plain
 // processes that run jobs sent to them, one at a time. Only the manager changes the pool's state;
-// callers and workers send it messages (STYLE.md, principle 4).
+// callers and workers send it messages (runtime/DESIGN.md §6, principle 4).
 //
 // ## run, in numbered steps
 // 1. The caller monitors the pool, makes an alias (its id is the request's ticket) and sends

@@ -2,7 +2,7 @@
 // retryable set, the jitter draw.
 //
 // The draw uses no thread_local generator: a process may move to another worker thread whenever it
-// blocks, and code must not keep a thread_local's address across that (DESIGN-NOTES §2). One atomic
+// blocks, and code must not keep a thread_local's address across that (runtime/DESIGN.md §2). One atomic
 // counter, mixed by splitmix64, gives independent-enough uniform draws from any thread.
 #include <grove/services/retry.hpp>
 

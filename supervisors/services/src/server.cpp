@@ -5,7 +5,7 @@
 // An ordinary Grove process that owns one behaviour object (on the heap: the parked process keeps
 // only the loop's frames) and serves requests one at a time. Requests arrive as call_msg / cast_msg
 // holding a job made by the caller's template code (detail/server.hpp), so the loop below is compiled
-// once and knows no request types. Only the public runtime API is used (STYLE.md, principle 1).
+// once and knows no request types. Only the public runtime API is used (runtime/DESIGN.md §6, principle 1).
 //
 // ## call, in numbered steps (the caller's side: begin_call, do_call in server.hpp, finish_call)
 // 1. Checks: a calling process (else not_in_process); a live target (else noproc, at once); not

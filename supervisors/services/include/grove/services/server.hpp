@@ -29,7 +29,7 @@
 // only in the cases above, as in OTP. The state lives on the heap, so the parked process keeps only
 // the loop's few frames (see hibernate_after below).
 //
-// call's semantics (OTP's, DESIGN-NOTES §5): the caller monitors the server and makes a process alias
+// call's semantics (OTP's, runtime/DESIGN.md §5): the caller monitors the server and makes a process alias
 // for the reply, then waits for the reply, the monitor's down or the timeout, whichever comes first:
 //   - the timeout passes: grove::errc::timeout (errc::deadline_exceeded for a deadline), not later;
 //   - the server is not alive: grove::errc::noproc, at once (the monitor fires at once);
