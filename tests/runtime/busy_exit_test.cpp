@@ -249,7 +249,7 @@ TEST_CASE("fifty processes that swallow a kill leave no lock held and run every 
   for (int i = 0; i < n; ++i) {
     procs.push_back(grove::spawn_monitor([&, i] {
       std::unique_lock<std::mutex> lock(locks[static_cast<std::size_t>(i)]);
-      std::vector<char> buffer(10 << 20);  // what leaked when the rest of the stack was never unwound
+      std::vector<char> buffer(1 << 20);  // what leaked when the rest of the stack was never unwound
       struct counted {
         std::atomic<int>& n;
         ~counted() { n.fetch_add(1); }

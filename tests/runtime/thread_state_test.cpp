@@ -121,6 +121,7 @@ TEST_CASE("pinned processes are woken, time out, are linked, killed and stopped 
   for (int i = 0; i < 10; ++i) grove::spawn(grove::spawn_options{.pinned = true}, [] { grove::receive([](go) {}); });
 }
 
+#if !defined(__SANITIZE_THREAD__)  // the read it shows races with the stack's new user: TSan reports exactly that
 TEST_CASE("a pointer into a parked process's stack reads another process's data once its stack is reused") {
   // The rule this shows (README, "Rules"): data another process may read must live in a message, the
   // heap or an arena, never in a parked process's locals. With one execution stack for all
@@ -150,3 +151,4 @@ TEST_CASE("a pointer into a parked process's stack reads another process's data 
   grove::send(owner, go{});
   CHECK(grove::receive([](bool intact) { return intact; }, grove::after(patience, [] { return false; })));  // its own copy is intact
 }
+#endif
