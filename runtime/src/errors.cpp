@@ -23,6 +23,7 @@ class category final : public std::error_category {
       case errc::already_running: return "a Grove runtime is already running";
       case errc::timeout: return "the wait timed out";
       case errc::bad_argument: return "bad argument";
+      case errc::end_of_file: return "the peer closed the stream before all the bytes arrived";
       case errc::in_process: return "this call cannot be made from inside a Grove process (it would wait for its own worker); make it from another thread";
     }
     return "unknown grove error";

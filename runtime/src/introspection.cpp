@@ -169,6 +169,7 @@ resource_usage resources_in_use() noexcept {
   u.arenas = c.arenas.load(std::memory_order_relaxed);
   u.timers = c.timers.load(std::memory_order_relaxed);
   u.messages = messages_in_use();
+  u.fds = c.fds.load(std::memory_order_relaxed);
   return u;
 }
 

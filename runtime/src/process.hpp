@@ -38,7 +38,8 @@ struct scoped_waiter;
 enum class process_kind : std::uint8_t { scheduled, scoped };
 
 // Why a process switched back to its worker.
-enum class park_reason : std::uint8_t { none, yield, wait, exit };
+// offload: waiting for run_blocking, its execution stack kept for it (blocking.cpp).
+enum class park_reason : std::uint8_t { none, yield, wait, exit, offload };
 
 // The control word (scheduler.cpp, "process states").
 inline constexpr std::uint32_t ctl_notified = 1u;  // queued to run (in a run queue or a slot's waiters)

@@ -24,6 +24,7 @@
 #include "receive.hpp"
 
 #include "delivery.hpp"
+#include "io.hpp"
 #include "exit_protocol.hpp"
 #include "scheduler.hpp"
 #include "scoped_waiter.hpp"
@@ -74,6 +75,53 @@ struct disarm_on_return {
 int match_nothing(void*, const message_node*) { return -1; }
 
 }  // namespace
+
+io_wait wait_ready(process* p, std::atomic<std::uint64_t>& slot, std::uint64_t deadline_ns) {
+  before_runtime_call(p, true);
+  const bool forever = deadline_ns == never_deadline_ns;  // arms no timer
+  const std::uint64_t me = p->id().bits();
+  // io.cpp's protocol: take a readiness the poller left, else put our pid in the slot.
+  std::uint64_t cur = 0;
+  // acq_rel (all slot operations): what the poller saw happens-before our retry of the syscall
+  if (!slot.compare_exchange_strong(cur, me, std::memory_order_acq_rel, std::memory_order_acquire)) {
+    if (cur == io_readiness && slot.compare_exchange_strong(cur, 0, std::memory_order_acq_rel)) return io_wait::ready;
+    if (cur == 0) return io_wait::ready;  // the readiness was taken meanwhile: retrying is harmless
+    return io_wait::busy;                 // another process waits in this direction: one at a time
+  }
+  runtime_state& rt = *current_runtime();  // a process runs inside its runtime
+  rt.io_waiters.fetch_add(1, std::memory_order_relaxed);  // a hint for busy workers (parking.cpp, step 6)
+  struct leave_slot {  // on every way out, unwinding included: the slot no longer names us
+    std::atomic<std::uint64_t>& slot;
+    std::uint64_t me;
+    process* p;
+    runtime_state& rt;
+    ~leave_slot() {
+      std::uint64_t expected = me;
+      slot.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);  // fails if the poller made it ready
+      if (p->timer_armed) disarm_timeout(p);
+      rt.io_waiters.fetch_sub(1, std::memory_order_relaxed);  // a hint, as above
+    }
+  } guard{slot, me, p, rt};
+  for (;;) {
+    if (slot.load(std::memory_order_acquire) == io_readiness) {
+      slot.exchange(0, std::memory_order_acq_rel);  // ours: we left our pid there, the poller replaced it
+      return io_wait::ready;
+    }
+    if (p->mail.maybe_nonempty()) {
+      // Signals act (an exit signal ends the process here); messages wait in the saved list.
+      while (drain_inbox(p).more) {
+      }
+      continue;
+    }
+    if (!forever && now_ns() >= deadline_ns) {
+      std::uint64_t expected = me;
+      if (slot.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) return io_wait::timed_out;
+      slot.exchange(0, std::memory_order_acq_rel);  // the poller made it ready just now: take it
+      return io_wait::ready;
+    }
+    wait_for_wake(p, forever ? 0 : deadline_ns);
+  }
+}
 
 }  // namespace grove::internal
 

@@ -12,6 +12,7 @@ struct resource_counters {
   std::atomic<std::size_t> stack_images{0};  // stack image buffers
   std::atomic<std::size_t> arenas{0};
   std::atomic<std::size_t> timers{0};        // pending send_after timers
+  std::atomic<std::size_t> fds{0};           // sockets grove::net holds open
 };
 
 resource_counters& resources() noexcept;

@@ -21,10 +21,12 @@
 //    blocking syscall cannot be ended from outside (Grove does not preempt, scheduler.cpp). stop lists
 //    them in stop_report::left_behind, reports them through the logger, says clean == false, and goes
 //    on.
-// 6. Workers leave their loops and are joined. A worker still running a left-behind process is
-//    detached instead: its thread holds a reference on the runtime's state, so the state lives until
-//    the process reaches a runtime call (it dies there: it was killed) or returns, and the worker
-//    leaves its loop too.
+// 6. run_blocking's idle threads leave (busy ones when their call returns). Workers leave their
+//    loops and are joined. A worker still running a left-behind process is detached instead: its
+//    thread holds a reference on the runtime's state, so the state lives until the process reaches
+//    a runtime call (it dies there: it was killed) or returns, and the worker leaves its loop too.
+//    A process left behind in run_blocking is ended the same way when its call returns: worker 0
+//    stays in its loop (detached, asleep) until no process is in run_blocking, and unwinds it.
 // 7. Pending send_after timers are dropped, and the runtime is no longer the running one: a new one
 //    may start.
 // A stop called from inside a process would wait for its own worker: it throws errc::in_process at
@@ -263,6 +265,7 @@ stop_report runtime::stop(std::chrono::milliseconds deadline) {
   }
 
   // 6. acq_rel/release: pairs with the acquire in worker::loop
+  rt.blocking.stop();
   rt.workers_stop.store(true, std::memory_order_release);
   for (auto& w : rt.workers) w->unpark();
   // An idle worker leaves at once; one that runs a left-behind process does not (that is the point).

@@ -23,3 +23,25 @@
 #endif
 
 #define GROVE_NO_SANITIZE __attribute__((no_sanitize("address", "thread", "undefined")))
+
+namespace grove::internal {
+
+// Happens-before that passes through the kernel, which ThreadSanitizer cannot see: a pointer handed
+// to epoll_ctl and returned by epoll_wait on another thread. The syscalls order the two threads
+// (the kernel takes the epoll instance's lock on both sides); these calls tell TSan so.
+inline void sanitizer_release(void* addr) noexcept {
+#if GROVE_TSAN
+  __tsan_release(addr);
+#else
+  (void)addr;
+#endif
+}
+inline void sanitizer_acquire(void* addr) noexcept {
+#if GROVE_TSAN
+  __tsan_acquire(addr);
+#else
+  (void)addr;
+#endif
+}
+
+}  // namespace grove::internal

@@ -53,20 +53,10 @@
 // No lost wake-up: the process's "mailbox empty" check and the sender's push are ordered by the
 // RMWs on the same word (the release of the sender's fetch_or, the acquire of the worker's).
 //
-// ## Parking idle workers (Go's spinning rules)
-// `searching` counts workers looking for work to steal; at most half of the busy workers search.
-// A worker that finds nothing spins for 20 µs (a futex wake costs more than that here), then parks
-// on its own condition variable (an idle runtime burns ~0 CPU: bench/grove/idle measures 0.00003 s
-// of CPU over 5 s with 100,000 parked processes), with a timeout at its wheel's next expiry. The store/load pairing that prevents a lost wake-up:
-//   - a producer (spawn, wake into a queue) makes the work visible, then `notify_work()`: a seq_cst
-//     fence, then loads `idle_count`; if someone is idle and nobody searches, it wakes one worker,
-//     which starts out searching;
-//   - a parking worker increments `idle_count`, issues a seq_cst fence, then looks at every queue
-//     once more before sleeping.
-//   Either the producer sees the idle worker or the worker sees the work. The last searcher to give
-//   up also looks once more (after decrementing `searching` and a fence), since producers skip the
-//   wake while someone searches. A searcher that finds work wakes another idle worker if it was the
-//   last searcher, so parallelism ramps up one worker at a time.
+// ## Parking idle workers
+// parking.cpp: Go's spinning rules (at most half the busy workers search; an idle worker spins
+// 20 µs, then sleeps), the store/load pairing that loses no wake-up, the one poller where an idle
+// worker waits for timers and IO, and who fires the timers of a worker that is blocked or busy.
 // Pushing into the LIFO slot wakes nobody while an idle worker watches (6. above): usually the
 // current process is about to block and the worker runs the occupant next; if it does not block,
 // the watcher takes the occupant. With idle workers but no watcher, the push wakes one.
@@ -131,7 +121,8 @@ runtime::state::state(const runtime_config& cfg)
     : config(cfg),
       table(*this, cfg.process_limit, cfg.workers),
       slots(cfg.stack_slots, cfg.stack_bytes, cfg.workers),
-      names(table) {
+      names(table),
+      blocking(cfg.blocking_threads) {
   for (unsigned i = 0; i < cfg.workers; ++i) workers.push_back(std::make_unique<worker>(*this, i));
 }
 
@@ -166,29 +157,6 @@ void runtime::state::schedule(process* p) {
   }
   injector.push(p);
   notify_work();
-}
-
-void runtime::state::notify_work() noexcept {
-  // seq_cst fence: pairs with the fence in worker::park (file comment, "Parking"): our queue push is
-  // ordered before our load of idle_count, their idle_count increment before their queue checks.
-  parking_fence(*this);
-  if (idle_count.load(std::memory_order_relaxed) == 0) return;   // ordered by the fence above
-  if (searching.load(std::memory_order_relaxed) != 0) return;    // a searcher will find it
-  wake_one_idle();
-}
-
-void runtime::state::wake_one_idle() noexcept {
-  worker* w = nullptr;
-  {
-    std::lock_guard<std::mutex> g(idle_lock);
-    if (idle_workers.empty()) return;
-    w = idle_workers.back();
-    idle_workers.pop_back();
-    // The woken worker starts out searching; count it before it runs so producers see it.
-    searching.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: read by notify_work after its fence
-    idle_count.fetch_sub(1, std::memory_order_seq_cst);
-  }
-  w->unpark();
 }
 
 void runtime::state::process_exited(process* p) noexcept {

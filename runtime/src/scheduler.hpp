@@ -13,8 +13,11 @@
 #include <grove/runtime.hpp>
 
 #include "clock.hpp"
+#include "blocking.hpp"
 #include "context.hpp"
 #include "inject_queue.hpp"
+#include "io.hpp"
+#include "poller.hpp"
 #include "process.hpp"
 #include "process_table.hpp"
 #include "registry.hpp"
@@ -26,6 +29,13 @@ namespace grove::internal {
 
 using runtime_state = grove::runtime::state;
 class worker;
+
+// A worker whose switch count has not moved for this long is running one long process: its LIFO
+// slot may be stolen. Much longer than a message round trip (~0.3 µs), so a ping-pong pair is never
+// split across cores. Rejected: "two looks in a row" without the switch count, which split pairs:
+// bench/grove/ring ran 40% slower on 2 workers than on 1.
+inline constexpr std::uint64_t stuck_worker_ns = 200'000;
+
 
 // The worker whose thread calls this, or nullptr on a foreign thread. Reads thread-local storage
 // afresh on every call, so it is safe in a process that may have migrated (never cache it across a
@@ -90,12 +100,20 @@ class worker {
   process* take_local();
   process* take_pinned();
   process* steal_from_others();
-  bool park();
+  bool park();                                   // parking.cpp
   std::uint64_t start_watch(std::uint64_t now);
+  bool sleep_on_cv(std::uint64_t expiry);
+  bool sleep_in_poller(std::uint64_t expiry);
+  bool fire_due_everywhere(std::uint64_t now);
+  std::uint64_t earliest_timer();
+  void fire_stranded_timers();
+  void reap_io();
+  bool take_poller_to_sleep();
   void run(process* p);
   void after_park(process* p);
   void advance_timers();
   bool has_visible_work() const noexcept;
+  bool may_leave() const noexcept;
 
   std::thread thread_;
   std::atomic<bool> left_loop_{false};  // shared: set by the thread when its loop ends
@@ -120,6 +138,7 @@ class worker {
   std::condition_variable park_cv_;
   bool wake_pending_ = false;   // guarded by park_lock_
   bool sleeping_ = false;       // guarded by park_lock_
+  bool in_poller_ = false;      // guarded by park_lock_: it sleeps in the poller (unpark interrupts that)
   std::uint64_t sleep_until_ = 0;  // guarded by park_lock_
 };
 
@@ -139,17 +158,31 @@ struct runtime::state : std::enable_shared_from_this<runtime::state> {
   internal::registry names;
   std::vector<std::unique_ptr<internal::worker>> workers;
 
-  // Idle workers (scheduler.cpp, "parking").
+  // Idle workers (parking.cpp).
   alignas(64) std::atomic<unsigned> searching{0};  // shared: workers looking for work to steal
   std::atomic<unsigned> idle_count{0};             // shared: workers parked, or about to
   std::atomic<unsigned> watchers{0};               // shared: parked workers watching LIFO slots (worker::park)
+  internal::poller poller;                         // the runtime's epoll (poller.hpp)
+  internal::io_table io;                           // fd registrations (io.hpp)
+  internal::blocking_pool blocking;                // run_blocking's threads (blocking.hpp)
+  // shared: who holds the poller: nobody, an idle worker that sleeps in it (or is about to), or a
+  // busy worker reaping it without waiting (parking.cpp, step 6)
+  enum class poller_holder : std::uint8_t { none, sleeper, reaper };
+  std::atomic<poller_holder> poller_held{poller_holder::none};
+  std::atomic<std::uint32_t> io_waiters{0};        // shared: processes waiting for an fd (receive.cpp, wait_ready)
+  // shared: until when the poller's holder sleeps (0: nobody does); read and lowered under wheel
+  // locks (parking.cpp, step 4), so relaxed.
+  std::atomic<std::uint64_t> poll_until{0};
   std::atomic<unsigned> fence_word{0};             // shared: parking_fence under ThreadSanitizer
   std::mutex idle_lock;
   std::vector<internal::worker*> idle_workers;     // guarded by idle_lock
 
   enum class phase : int { running, stopping, stopped };
   std::atomic<phase> current_phase{phase::running};  // shared
-  std::atomic<bool> workers_stop{false};             // shared: workers leave their loop once set
+  std::atomic<bool> workers_stop{false};             // shared: workers leave their loop once set (but see offloaded)
+  // shared: processes in run_blocking (blocking.cpp). Worker 0 stays in its loop after workers_stop
+  // while any is, to end them when their call returns (runtime.cpp, stop step 6).
+  std::atomic<unsigned> offloaded{0};
   std::atomic<std::size_t> scoped_live{0};           // shared: scoped processes alive
   std::atomic<std::size_t> scoped_blocked{0};        // shared: scoped processes blocked in a wait (runtime.cpp, stop step 2)
   std::atomic<unsigned> workers_in_loop{0};          // shared: worker threads not yet out of their loop
@@ -177,7 +210,7 @@ struct runtime::state : std::enable_shared_from_this<runtime::state> {
 
 namespace grove::internal {
 
-// The seq_cst fence of the parking protocol (scheduler.cpp, "Parking"). ThreadSanitizer does not
+// The seq_cst fence of the parking protocol (parking.cpp, step 2). ThreadSanitizer does not
 // model fences, so under it both sides instead do a seq_cst read-modify-write on one shared word:
 // whichever comes second in that word's order synchronises with the first, which gives the same
 // "one of us sees the other" guarantee in a form TSan checks.

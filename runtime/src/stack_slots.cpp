@@ -186,7 +186,18 @@ bool stack_slots::take_or_wait(slot& s, process* p) noexcept {
   }
 }
 
+void stack_slots::keep_for(process* p) noexcept { slots_[p->slot].reserved_for.store(p, std::memory_order_relaxed); }
+
 bool stack_slots::acquire(process* p, unsigned worker) noexcept {
+  if (p->slot != no_slot) {
+    slot& s = slots_[p->slot];
+    // Kept for p (keep_for): still held, by p. Written by the worker that parked p before p was
+    // queued again (that queue's release/acquire orders it), and only p can be here for it.
+    if (s.reserved_for.load(std::memory_order_relaxed) == p) {  // relaxed: see the field
+      s.reserved_for.store(nullptr, std::memory_order_relaxed);
+      return true;
+    }
+  }
   if (p->slot == no_slot) {
     worker_cursor& c = cursors_[worker];
     // Bind: a slot vacated here, newest first (protocol step 5). It may have been bound since by

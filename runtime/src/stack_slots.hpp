@@ -69,6 +69,10 @@ class stack_slots {
   bool acquire(process* p, unsigned worker) noexcept;
   // Releases p's slot; returns the waiters (linked through process::next_waiter) to requeue.
   process* release(process* p) noexcept;
+  // Caller holds p's slot and p parks without giving it up (run_blocking: its stack must stay where
+  // it is, in use by another thread): the slot stays held for p, and p's next acquire takes it
+  // back at once; other processes bound to it wait as for any held slot.
+  void keep_for(process* p) noexcept;
   // Caller (worker `worker`) holds p's slot: make p's stack the one in the slot. Throws
   // std::bad_alloc if an image cannot be allocated (nothing has changed then).
   void make_resident(process* p, unsigned worker);
@@ -97,6 +101,10 @@ class stack_slots {
     std::mutex waiters_lock;               // guards waiters (slow path only)
     process* waiters = nullptr;            // guarded by waiters_lock
     process* resident = nullptr;           // slot: whose stack is in it
+    // shared: the process that keeps the slot while it is parked (keep_for); others read it while
+    // they try the slot, relaxed: it can only equal the reader if the reader is that process, which
+    // was queued again after the write (its queue's release/acquire orders it).
+    std::atomic<process*> reserved_for{nullptr};
   };
   struct alignas(64) worker_cursor {  // owner: that worker
     static constexpr unsigned vacated_capacity = 8;

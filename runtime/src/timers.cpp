@@ -34,6 +34,17 @@ void lower_expiry_hint(worker& w) noexcept {
   w.next_expiry_ns.store(next ? *next : ~0ull, std::memory_order_relaxed);
 }
 
+// Under w.wheel_lock, after inserting a timer due at deadline_ns: if the poller's holder sleeps
+// past it, interrupt it (parking.cpp, step 4: the holder reads this wheel under the same lock after
+// publishing poll_until, so one of us sees the other). Only the first such timer interrupts: it
+// clears poll_until.
+void wake_poller_if_later(runtime_state& rt, std::uint64_t deadline_ns) noexcept {
+  std::uint64_t until = rt.poll_until.load(std::memory_order_relaxed);  // ordered by the wheel lock
+  if (until != 0 && deadline_ns < until &&
+      rt.poll_until.compare_exchange_strong(until, 0, std::memory_order_relaxed))  // the lock orders it
+    rt.poller.interrupt();
+}
+
 }  // namespace
 
 void arm_timeout(process* p, std::uint64_t deadline_ns) {
@@ -44,6 +55,7 @@ void arm_timeout(process* p, std::uint64_t deadline_ns) {
   p->timer_worker = static_cast<std::uint16_t>(w.index);
   p->timer_armed = true;
   lower_expiry_hint(w);
+  wake_poller_if_later(*rt, deadline_ns);
 }
 
 void disarm_timeout(process* p) noexcept {
@@ -150,6 +162,7 @@ timer_ref send_after_node(pid to, message_node* n, std::int64_t delay_ns) {
     w.wheel.insert(t.get(), deadline);
     t->pending.store(true, std::memory_order_release);  // under the lock
     lower_expiry_hint(w);
+    wake_poller_if_later(*rt, deadline);
   }
   count_up(resources().timers);
   if (foreign) w.unpark_if_sleeping_past(deadline);

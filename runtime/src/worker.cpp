@@ -18,23 +18,19 @@ constexpr std::uint32_t global_queue_interval = 61;  // Go's: check the inject q
 constexpr std::uint32_t lifo_streak_max = 3;         // tokio's cap on consecutive LIFO-slot runs
 constexpr int steal_rounds = 4;                      // Go's: passes over all victims before parking
 constexpr std::size_t inject_batch = 32;             // processes taken from the inject queue at once
-// A worker whose switch count has not moved for this long is running one long process: its LIFO
-// slot may be stolen. Much longer than a message round trip (~0.3 µs), so a ping-pong pair is never
-// split across cores. Rejected: "two looks in a row" without the switch count, which split pairs:
-// bench/grove/ring ran 40% slower on 2 workers than on 1.
-constexpr std::uint64_t stuck_worker_ns = 200'000;
-// The longest a watching worker sleeps (worker::park): how late, at worst, an idle worker notices a
-// process stranded in the LIFO slot of a worker that computes without runtime calls. Go's sysmon
-// preempts such a goroutine after 10 ms.
-constexpr std::uint64_t watch_max_ns = 5'000'000;
+// Busy workers look at the other workers' wheels every this many rounds (fire_stranded_timers), and
+// fire one that is due by more than the grace: its owner is blocked or in one long computation (an
+// owner that runs fires its own within a round). The grace is the ~1 ms within which a blocked
+// worker's timers are taken over when no worker is idle (parking.cpp, "Timers no worker strands").
+constexpr std::uint32_t steal_timers_rounds = 16;
+constexpr std::uint64_t stranded_timer_grace_ns = 1'000'000;
+// Busy workers reap the poller every this many rounds when nobody sleeps in it (parking.cpp, step 6):
+// tokio's event_interval. One epoll_wait that finds nothing costs ~110 ns here
+// (bench/grove/poller_probe.cpp), a round ~50-100 ns: under 2% of a busy worker's time.
+constexpr std::uint32_t io_reap_rounds = 61;
 // See worker::advance_timers.
 constexpr std::uint64_t clock_skip_ns = 1'000'000;
 constexpr std::uint32_t clock_skip_rounds = 16;
-// How long a worker that ran out of work keeps looking before it sleeps. A futex wake costs ~5-10 µs
-// on these VMs; without this, a trickle of work from a foreign thread (one send every few µs) wakes
-// a sleeping worker for every message. Measured with examples/spawn_million's shutdown (1M exit
-// signals from a foreign thread): 15.4 s without the spin. 20 µs is short against the idle goal.
-constexpr std::uint64_t spin_before_park_ns = 20'000;
 }  // namespace
 
 worker::worker(runtime_state& r, unsigned i)
@@ -140,20 +136,6 @@ void worker::requeue(process* p) {
   }
 }
 
-void worker::unpark() noexcept {
-  std::lock_guard<std::mutex> g(park_lock_);
-  wake_pending_ = true;
-  park_cv_.notify_one();
-}
-
-void worker::unpark_if_sleeping_past(std::uint64_t deadline_ns) noexcept {
-  std::lock_guard<std::mutex> g(park_lock_);
-  if (sleeping_ && sleep_until_ > deadline_ns) {
-    wake_pending_ = true;
-    park_cv_.notify_one();
-  }
-}
-
 process* worker::take_local() {
   process* p = nullptr;
   if (lifo_streak_ < lifo_streak_max) {
@@ -208,20 +190,11 @@ process* worker::steal_from_others() {
   return nullptr;
 }
 
-// Work this worker could take now. Other workers' LIFO slots do not count: they are not stealable
-// while their owner is making progress, and counting them kept an idle worker spinning beside a
-// ping-pong pair, pulling on the owner's cache lines (ping_pong ran slower on 2 workers than on 1).
-bool worker::has_visible_work() const noexcept {
-  // pinned_pending: seq_cst, as the other loads of park's look-again (scheduler.cpp, "Parking")
-  if (pinned_head_ != nullptr || pinned_pending.load(std::memory_order_seq_cst) || rt.injector.size_approx() > 0) return true;
-  for (auto& w : rt.workers)
-    if (w->local.size() > 0) return true;  // after the fence in park
-  return runnext.load(std::memory_order_relaxed) != nullptr;
-}
-
 process* worker::find_work() {
   ++tick_;
   advance_timers();
+  if (tick_ % steal_timers_rounds == 0) fire_stranded_timers();
+  if (tick_ % io_reap_rounds == 0) reap_io();
   process* p = nullptr;
   if (tick_ % global_queue_interval == 0 && rt.injector.try_pop(p)) return p;
   // scheduler.cpp, "Pinned": every other round first. relaxed: a hint, take_pinned decides
@@ -249,114 +222,6 @@ process* worker::find_work() {
   return nullptr;
 }
 
-// The watch (scheduler.cpp, "Where work comes from", 6.), for park: a process in another worker's
-// LIFO slot is not work we may take now, but it becomes stealable if that worker stays in one
-// process for stuck_worker_ns, and nobody wakes us for that. So a parked worker watches, sleeping no
-// longer than watch_backoff_ns_ (stuck_worker_ns, doubling up to watch_max_ns while it finds
-// nothing), or stuck_worker_ns when its last search saw a slot whose owner had not switched
-// (suspect_):
-//   - when a LIFO slot is occupied: always (the occupant may be stranded);
-//   - else when another worker is busy and nobody else watches (a busy worker may strand one).
-// Returns when to look again, counted in rt.watchers (park stops counting when it wakes), or ~0 when
-// there is nothing to watch. The pairing that leaves no occupant unwatched: push_runnext fills an
-// empty slot, then reads `watchers` and wakes someone if it is 0; we count ourselves, then look, and
-// stop counting only after looking again. All seq_cst: either we see its process or it sees our
-// count (a count it read before we stopped counting means our second look comes after its push).
-std::uint64_t worker::start_watch(std::uint64_t now) {
-  const bool suspect = suspect_;
-  suspect_ = false;
-  auto slot_occupied = [&] {
-    for (auto& w : rt.workers)
-      if (w.get() != this && w->runnext.load(std::memory_order_seq_cst) != nullptr) return true;  // seq_cst: above
-    return false;
-  };
-  const unsigned others_watching = rt.watchers.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: above
-  const bool others_busy = rt.idle_count.load(std::memory_order_relaxed) < rt.workers.size();  // a hint: we count as idle
-  if (!slot_occupied() && !(others_watching == 0 && others_busy)) {
-    rt.watchers.fetch_sub(1, std::memory_order_seq_cst);  // seq_cst: above; a pusher now wakes someone
-    if (!slot_occupied()) return ~0ull;
-    rt.watchers.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: above
-  }
-  return now + (suspect ? stuck_worker_ns : watch_backoff_ns_);
-}
-
-// Returns after sleeping or on finding that work appeared; the caller looks for work again.
-bool worker::park() {
-  if (searching_) {
-    searching_ = false;
-    // The last searcher to give up looks again: producers skipped waking anyone while we searched.
-    if (rt.searching.fetch_sub(1, std::memory_order_seq_cst) == 1) {  // seq_cst: pairs with notify_work's fence
-      parking_fence(rt);
-      if (has_visible_work()) {
-        rt.searching.fetch_add(1, std::memory_order_seq_cst);
-        searching_ = true;
-        return false;
-      }
-    }
-  }
-  // After a watch (below) found nothing, sleep again at once: spinning 20 us after every watch would
-  // burn up to a tenth of a core beside a busy worker and pull on its cache lines.
-  const bool watched = watch_expired_;
-  watch_expired_ = false;
-  for (std::uint64_t until = watched ? 0 : now_ns() + spin_before_park_ns; now_ns() < until;) {
-    if (has_visible_work()) return false;
-    __builtin_ia32_pause();
-  }
-  {
-    std::lock_guard<std::mutex> g(rt.idle_lock);
-    rt.idle_workers.push_back(this);
-    rt.idle_count.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: pairs with notify_work
-  }
-  parking_fence(rt);  // our idle_count increment before the checks below (scheduler.cpp, "Parking")
-  auto leave_idle_list = [&] {
-    std::lock_guard<std::mutex> g(rt.idle_lock);
-    auto it = std::find(rt.idle_workers.begin(), rt.idle_workers.end(), this);
-    if (it != rt.idle_workers.end()) {
-      rt.idle_workers.erase(it);
-      rt.idle_count.fetch_sub(1, std::memory_order_seq_cst);
-      return true;  // nobody woke us
-    }
-    return false;  // wake_one_idle took us: we count as searching now
-  };
-  std::uint64_t expiry = next_expiry_ns.load(std::memory_order_relaxed);  // we are its only writer
-  const std::uint64_t now = now_ns();
-  if (has_visible_work() || expiry <= now || rt.workers_stop.load(std::memory_order_acquire)) {
-    if (!leave_idle_list()) searching_ = true;
-    return false;
-  }
-  const std::uint64_t look_again = start_watch(now);
-  const bool watch = look_again != ~0ull;  // then we count in rt.watchers until the sleep ends
-  expiry = std::min(expiry, look_again);
-  parks.fetch_add(1, std::memory_order_relaxed);  // statistics
-  {
-    std::unique_lock<std::mutex> g(park_lock_);
-    sleeping_ = true;
-    // A foreign send_after may have added an earlier timer to our wheel after we read the hint above,
-    // and found us not yet sleeping (unpark_if_sleeping_past wakes only a sleeper): read the hint
-    // again. Its store comes before that thread's park_lock_ section, so if that section came first
-    // we see the store here; if ours comes first, it sees sleeping_ and sleep_until_ and wakes us.
-    expiry = std::min(expiry, next_expiry_ns.load(std::memory_order_relaxed));
-    sleep_until_ = expiry;
-    while (!wake_pending_) {
-      if (expiry == ~0ull) {
-        park_cv_.wait(g);
-      } else {
-        auto when = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(expiry));
-        if (park_cv_.wait_until(g, when) == std::cv_status::timeout) {
-          watch_expired_ = watch;
-          if (watch) watch_backoff_ns_ = std::min(2 * watch_backoff_ns_, watch_max_ns);
-          break;
-        }
-      }
-    }
-    wake_pending_ = false;
-    sleeping_ = false;
-  }
-  if (watch) rt.watchers.fetch_sub(1, std::memory_order_seq_cst);  // seq_cst: as above
-  if (!leave_idle_list()) searching_ = true;
-  return true;
-}
-
 void worker::loop() {
   set_this_worker(this);
   thread_stack = adopt_thread(sched_ctx);
@@ -365,7 +230,12 @@ void worker::loop() {
   for (;;) {
     process* p = find_work();
     if (!p) {
-      if (rt.workers_stop.load(std::memory_order_acquire)) break;  // pairs with stop()'s release
+      if (may_leave()) {
+        // A searcher that leaves stops counting, or producers would skip waking the workers left.
+        if (searching_) rt.searching.fetch_sub(1, std::memory_order_seq_cst);  // seq_cst: as everywhere on searching
+        searching_ = false;
+        break;
+      }
       park();
       continue;
     }
@@ -379,6 +249,15 @@ void worker::loop() {
   }
   stack_slots::release_signal_stack(signal_stack);
   set_this_worker(nullptr);
+}
+
+// After stop's workers_stop: every worker leaves once it finds no work, except worker 0 while
+// processes are in run_blocking: it ends them when their calls return (runtime.cpp, stop step 6).
+bool worker::may_leave() const noexcept {
+  if (!rt.workers_stop.load(std::memory_order_acquire)) return false;  // pairs with stop()'s release
+  // seq_cst: against run_blocking's increment, so a call made as we leave is seen or sees us gone
+  // (it is then ended by whatever worker is left, or left behind with the runtime's memory)
+  return index != 0 || rt.offloaded.load(std::memory_order_seq_cst) == 0;
 }
 
 void worker::run(process* p) {
@@ -444,11 +323,15 @@ void worker::after_park(process* p) {
     rt.table.release(p, static_cast<int>(index));  // the life reference
     return;
   }
-  process* waiters = rt.slots.release(p);
-  while (waiters) {
-    process* next = waiters->next_waiter;
-    requeue(waiters);
-    waiters = next;
+  if (p->parked == park_reason::offload) {
+    rt.slots.keep_for(p);  // its stack is in use by a blocking thread (blocking.cpp): keep the slot
+  } else {
+    process* waiters = rt.slots.release(p);
+    while (waiters) {
+      process* next = waiters->next_waiter;
+      requeue(waiters);
+      waiters = next;
+    }
   }
   if (p->parked == park_reason::yield) {
     std::uint32_t s = p->control.load(std::memory_order_relaxed);
@@ -470,6 +353,18 @@ void worker::after_park(process* p) {
     requeue(p);
     rt.notify_work();
   }
+}
+
+void worker::fire_stranded_timers() {
+  std::uint64_t earliest = ~0ull;
+  for (auto& w : rt.workers)  // relaxed: hints; fire_due_timers is exact under the wheel's lock
+    if (w.get() != this) earliest = std::min(earliest, w->next_expiry_ns.load(std::memory_order_relaxed));
+  if (earliest == ~0ull) return;  // nothing pending elsewhere: not even the clock is read
+  const std::uint64_t now = now_ns();
+  if (earliest + stranded_timer_grace_ns > now) return;
+  for (auto& w : rt.workers)
+    if (w.get() != this && w->next_expiry_ns.load(std::memory_order_relaxed) + stranded_timer_grace_ns <= now)
+      fire_due_timers(*w);
 }
 
 void worker::advance_timers() {

@@ -1,6 +1,10 @@
 // Timers: sleep_for, send_after and its cancellation.
 #include "support/fixture.hpp"
 
+#include <unistd.h>
+
+#include <atomic>
+
 using namespace std::chrono_literals;
 using grove_test::patience;
 
@@ -102,4 +106,46 @@ TEST_CASE("a send_after from a foreign thread fires even when it races a worker 
     if (got != i) ++late;
   }
   CHECK(late == 0);
+}
+
+TEST_CASE("a receive timeout armed on a worker that then blocks in a syscall fires on another worker, during the syscall") {
+  if (grove_test::test_workers() < 2) return;  // one blocked worker is every worker: nobody can take over
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  struct outcome {
+    bool timed_out = false;
+    bool syscall_over = false;
+    bool same_worker = false;  // the blocker held the worker whose wheel has the timer
+  };
+  // Up to 10 tries: the blocker is spawned into the waiter's LIFO slot and runs on its worker when
+  // the waiter parks, unless another worker takes it first (then the try does not count).
+  bool checked = false;
+  for (int attempt = 0; attempt < 10 && !checked; ++attempt) {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    std::atomic<bool> syscall_over{false};
+    std::atomic<int> blocker_worker{-1};
+    grove::spawn([&, self] {
+      const int mine = grove::process_info(grove::self())->worker;
+      grove::spawn([&] {
+        blocker_worker = grove::process_info(grove::self())->worker;
+        char c;
+        (void)!::read(fds[0], &c, 1);  // holds this worker until the test writes
+        syscall_over = true;
+      });
+      const bool timed_out = grove::receive([](tick) { return false; }, grove::after(10ms, [] { return true; }));
+      grove::send(self, outcome{timed_out, syscall_over.load(), blocker_worker.load() == mine});
+    });
+    const outcome o = grove::receive([](outcome r) { return r; }, grove::after(patience, [] { return outcome{}; }));
+    REQUIRE(::write(fds[1], "x", 1) == 1);
+    CHECK(grove_test::wait_until([&] { return syscall_over.load(); }));
+    ::close(fds[0]);
+    ::close(fds[1]);
+    if (!o.same_worker) continue;
+    checked = true;
+    CHECK(o.timed_out);
+    CHECK_FALSE(o.syscall_over);  // it fired while its worker was still blocked
+  }
+  CHECK(checked);
 }

@@ -24,6 +24,7 @@ enum class errc {
   bad_argument,        // an argument outside its domain (e.g. a negative timeout where none is allowed)
   in_process,          // the call must be made from a thread that runs no Grove process (runtime::stop,
                        // wait_until_idle, scoped_process: from a process they would wait for themselves)
+  end_of_file,         // the peer closed the stream before all the bytes asked for arrived (grove/net.hpp)
 };
 
 // The category's name is "grove"; messages are one sentence each.

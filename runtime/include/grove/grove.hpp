@@ -13,13 +13,16 @@
 #pragma once
 
 #include <grove/arena.hpp>
+#include <grove/blocking.hpp>
 #include <grove/duration.hpp>
 #include <grove/errc.hpp>
 #include <grove/exit_reason.hpp>
 #include <grove/introspection.hpp>
+#include <grove/io.hpp>
 #include <grove/link.hpp>
 #include <grove/logger.hpp>
 #include <grove/message.hpp>
+#include <grove/net.hpp>
 #include <grove/pid.hpp>
 #include <grove/process.hpp>
 #include <grove/registry.hpp>

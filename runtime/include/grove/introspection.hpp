@@ -76,6 +76,7 @@ struct resource_usage {
   std::size_t arenas = 0;
   std::size_t messages = 0;       // message and signal nodes allocated and not yet freed
   std::size_t timers = 0;         // pending timers
+  std::size_t fds = 0;            // sockets grove::net holds open
 };
 resource_usage resources_in_use() noexcept;
 

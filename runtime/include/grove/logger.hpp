@@ -32,6 +32,7 @@ enum class log_kind {
   stop,            // runtime::stop overran its deadline or left something behind
   out_of_memory,   // the runtime could not allocate and did something less than asked (the text says what)
   supervisor,      // a supervisor's report (grove/supervisor/crash_report.hpp), formatted
+  service,         // a service library's report: an HTTP handler that threw, an accept that fails (grove::http)
 };
 
 // The name of the kind: "crash_report", ...

@@ -34,6 +34,9 @@ struct runtime_config {
   std::uint32_t reductions_per_slice = 4000;
   // What ~runtime() gives processes to exit after exit(shutdown), before it kills them.
   std::chrono::milliseconds shutdown_timeout{5000};
+  // Threads that run run_blocking's calls (grove/blocking.hpp), made as calls need them; more calls
+  // at once wait for a free one. BEAM has 10 dirty IO schedulers, tokio up to 512 blocking threads.
+  unsigned blocking_threads = 64;
 };
 
 // What stop() found: how the processes alive at the time ended, and what it had to leave behind.

@@ -1,0 +1,349 @@
+// parking.cpp: how an idle worker goes to sleep, how it is woken, and who watches timers and IO
+// while others are busy or blocked. The room of its own for the parking protocol; worker.cpp has
+// the loop that calls it, scheduler.cpp the overview.
+//
+// ## The protocol (Go's spinning rules, plus one poller)
+// 1. Searching: `searching` counts workers looking for work to steal; at most half of the busy
+//    workers search. A worker that finds nothing spins for 20 µs (a futex wake costs more than that
+//    here), then parks.
+// 2. Store/load pairing, so that no wake-up is lost:
+//    - a producer (spawn, wake into a queue) makes the work visible, then notify_work(): a seq_cst
+//      fence, then loads `idle_count`; if someone is idle and nobody searches, it wakes one worker,
+//      which starts out searching;
+//    - a parking worker increments `idle_count`, issues a seq_cst fence, then looks at every queue
+//      once more before sleeping.
+//    Either the producer sees the idle worker or the worker sees the work. The last searcher to give
+//    up also looks once more (after decrementing `searching` and a fence), since producers skip the
+//    wake while someone searches. A searcher that finds work wakes another idle worker if it was
+//    the last searcher, so parallelism ramps up one worker at a time.
+// 3. Sleeping: the first worker to park takes the poller (poller_held) and sleeps in it (4.); the
+//    others sleep on their own condition variable until unparked, their own wheel's next timer, or
+//    their watch (5.). An idle runtime burns ~0 CPU (bench/grove/idle: 0.00003 s of CPU over 5 s
+//    with 100,000 parked processes).
+// 4. The poller's holder sleeps in epoll (poller.hpp) until the earliest timer of *any* worker, an
+//    fd's readiness, an interrupt or its watch. unpark() of the holder writes the poller's eventfd;
+//    of another worker, notifies its condition variable. A timer armed anywhere that is earlier than
+//    the holder's wake-up reads `poll_until` under its wheel's lock and interrupts the poller; the
+//    holder publishes poll_until before it reads each wheel's earliest deadline under the same
+//    lock, so either it sees the timer or the timer sees it. On waking it hands over the poller,
+//    then fires what is due on every wheel and readies the processes waiting on ready fds: they are
+//    queued on this worker, and notify_work wakes others for them as for any work.
+// 6. IO while every worker is busy: nobody sleeps in the poller then, so a busy worker reaps it
+//    (epoll_wait without waiting) every io_reap_rounds scheduling rounds, when any process waits
+//    for an fd (io_waiters, as Go's netpollWaiters) and no idle worker holds it; the processes it
+//    readies are queued on it. A worker that computes without runtime calls reaps nothing, as it
+//    fires no timers; the others do.
+// 5. The watch: a process in another worker's LIFO slot is not work we may take now, but it becomes
+//    stealable if that worker stays in one process for stuck_worker_ns, and nobody wakes us for that.
+//    So a parked worker watches (start_watch below).
+//
+// ## Timers no worker strands
+// A worker's timers live in its own wheel, which it fires itself at every scheduling round. A worker
+// that is blocked in a syscall or computes for a long time does not, so: (a) the poller's holder,
+// whenever a worker is idle, sleeps until the earliest deadline of all wheels and fires every wheel
+// that is due (fire_due_everywhere); (b) busy workers look at the other wheels every
+// steal_timers_rounds rounds and fire one that is due by more than stranded_timer_grace_ns. With one
+// worker free, a timer armed on a blocked worker fires within the poller's wake-up latency; with
+// every worker busy, within the next scheduling round of any worker that reaches one (Grove does not
+// preempt: a worker in an endless computation reaches none). bench/grove/blocked_worker measures it.
+//
+// ## One poller, shared: measured
+// `g++ -std=c++20 -O2 bench/grove/poller_probe.cpp -o /tmp/pp -pthread && /tmp/pp 1000 2` on this
+// 2-vCPU VM, 3 runs: a look at the poller that finds nothing (epoll_wait, timeout 0) costs
+// 109-121 ns, which is what a busy worker pays every io_reap_rounds rounds (step 6); waking a
+// thread asleep in it and back costs 4.6-6.1 µs. 1,000 socketpairs bouncing a byte on 2 threads
+// that do nothing else: 0.47-0.83 M events/s through one shared epoll, 0.66-0.88 M with one epoll
+// per thread (1.04-1.56x). Kept: one instance, held by one idle worker at a time (tokio's driver,
+// Go's netpoller), because readiness must reach whichever worker is free: per-worker instances tie
+// an fd to a worker, and a worker that blocks or computes would strand its fds as it stranded its
+// timers. The probe's gap is the cost of two threads in one epoll_wait, which this design avoids
+// (one sleeper; reapers do not wait). Per-worker instances with stealing are the thing to try if
+// the HTTP benchmarks on many cores show the lock (golang/go#65064 reports it at dozens of cores).
+#include <algorithm>
+
+#include "io.hpp"
+#include "scheduler.hpp"
+#include "timers.hpp"
+
+namespace grove::internal {
+
+namespace {
+// The longest a watching worker sleeps (worker::park): how late, at worst, an idle worker notices a
+// process stranded in the LIFO slot of a worker that computes without runtime calls. Go's sysmon
+// preempts such a goroutine after 10 ms.
+constexpr std::uint64_t watch_max_ns = 5'000'000;
+// How long a worker that ran out of work keeps looking before it sleeps. A futex wake costs ~5-10 µs
+// on these VMs; without this, a trickle of work from a foreign thread (one send every few µs) wakes
+// a sleeping worker for every message. Measured with examples/spawn_million's shutdown (1M exit
+// signals from a foreign thread): 15.4 s without the spin. 20 µs is short against the idle goal.
+constexpr std::uint64_t spin_before_park_ns = 20'000;
+}  // namespace
+
+// Work this worker could take now. Other workers' LIFO slots do not count: they are not stealable
+// while their owner is making progress, and counting them kept an idle worker spinning beside a
+// ping-pong pair, pulling on the owner's cache lines (ping_pong ran slower on 2 workers than on 1).
+bool worker::has_visible_work() const noexcept {
+  // pinned_pending: seq_cst, as the other loads of park's look-again (parking.cpp, step 2)
+  if (pinned_head_ != nullptr || pinned_pending.load(std::memory_order_seq_cst) || rt.injector.size_approx() > 0) return true;
+  for (auto& w : rt.workers)
+    if (w->local.size() > 0) return true;  // after the fence in park
+  return runnext.load(std::memory_order_relaxed) != nullptr;
+}
+
+// The watch (parking.cpp step 5; scheduler.cpp, "Where work comes from", 6.), for park: a process in another worker's
+// LIFO slot is not work we may take now, but it becomes stealable if that worker stays in one
+// process for stuck_worker_ns, and nobody wakes us for that. So a parked worker watches, sleeping no
+// longer than watch_backoff_ns_ (stuck_worker_ns, doubling up to watch_max_ns while it finds
+// nothing), or stuck_worker_ns when its last search saw a slot whose owner had not switched
+// (suspect_):
+//   - when a LIFO slot is occupied: always (the occupant may be stranded);
+//   - else when another worker is busy and nobody else watches (a busy worker may strand one).
+// Returns when to look again, counted in rt.watchers (park stops counting when it wakes), or ~0 when
+// there is nothing to watch. The pairing that leaves no occupant unwatched: push_runnext fills an
+// empty slot, then reads `watchers` and wakes someone if it is 0; we count ourselves, then look, and
+// stop counting only after looking again. All seq_cst: either we see its process or it sees our
+// count (a count it read before we stopped counting means our second look comes after its push).
+std::uint64_t worker::start_watch(std::uint64_t now) {
+  const bool suspect = suspect_;
+  suspect_ = false;
+  auto slot_occupied = [&] {
+    for (auto& w : rt.workers)
+      if (w.get() != this && w->runnext.load(std::memory_order_seq_cst) != nullptr) return true;  // seq_cst: above
+    return false;
+  };
+  const unsigned others_watching = rt.watchers.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: above
+  const bool others_busy = rt.idle_count.load(std::memory_order_relaxed) < rt.workers.size();  // a hint: we count as idle
+  if (!slot_occupied() && !(others_watching == 0 && others_busy)) {
+    rt.watchers.fetch_sub(1, std::memory_order_seq_cst);  // seq_cst: above; a pusher now wakes someone
+    if (!slot_occupied()) return ~0ull;
+    rt.watchers.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: above
+  }
+  return now + (suspect ? stuck_worker_ns : watch_backoff_ns_);
+}
+
+// Returns after sleeping or on finding that work appeared; the caller looks for work again.
+bool worker::park() {
+  if (searching_) {
+    searching_ = false;
+    // The last searcher to give up looks again: producers skipped waking anyone while we searched.
+    if (rt.searching.fetch_sub(1, std::memory_order_seq_cst) == 1) {  // seq_cst: pairs with notify_work's fence
+      parking_fence(rt);
+      if (has_visible_work()) {
+        rt.searching.fetch_add(1, std::memory_order_seq_cst);
+        searching_ = true;
+        return false;
+      }
+    }
+  }
+  // After a watch (below) found nothing, sleep again at once: spinning 20 us after every watch would
+  // burn up to a tenth of a core beside a busy worker and pull on its cache lines.
+  const bool watched = watch_expired_;
+  watch_expired_ = false;
+  for (std::uint64_t until = watched ? 0 : now_ns() + spin_before_park_ns; now_ns() < until;) {
+    if (has_visible_work()) return false;
+    __builtin_ia32_pause();
+  }
+  {
+    std::lock_guard<std::mutex> g(rt.idle_lock);
+    rt.idle_workers.push_back(this);
+    rt.idle_count.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: pairs with notify_work
+  }
+  parking_fence(rt);  // our idle_count increment before the checks below (file comment, step 2)
+  auto leave_idle_list = [&] {
+    std::lock_guard<std::mutex> g(rt.idle_lock);
+    auto it = std::find(rt.idle_workers.begin(), rt.idle_workers.end(), this);
+    if (it != rt.idle_workers.end()) {
+      rt.idle_workers.erase(it);
+      rt.idle_count.fetch_sub(1, std::memory_order_seq_cst);
+      return true;  // nobody woke us
+    }
+    return false;  // wake_one_idle took us: we count as searching now
+  };
+  std::uint64_t expiry = next_expiry_ns.load(std::memory_order_relaxed);  // we are its only writer
+  const std::uint64_t now = now_ns();
+  if (has_visible_work() || expiry <= now || may_leave()) {
+    if (!leave_idle_list()) searching_ = true;
+    return false;
+  }
+  const std::uint64_t look_again = start_watch(now);
+  const bool watch = look_again != ~0ull;  // then we count in rt.watchers until the sleep ends
+  expiry = std::min(expiry, look_again);
+  parks.fetch_add(1, std::memory_order_relaxed);  // statistics
+  const bool timed_out = take_poller_to_sleep() ? sleep_in_poller(expiry) : sleep_on_cv(expiry);
+  if (timed_out && watch) {
+    watch_expired_ = true;
+    watch_backoff_ns_ = std::min(2 * watch_backoff_ns_, watch_max_ns);
+  }
+  if (watch) rt.watchers.fetch_sub(1, std::memory_order_seq_cst);  // seq_cst: as in start_watch
+  if (!leave_idle_list()) searching_ = true;
+  return true;
+}
+
+// Sleeps on the condition variable until unparked or `expiry` (file comment, step 3). True if the
+// sleep ended at `expiry`.
+bool worker::sleep_on_cv(std::uint64_t expiry) {
+  std::unique_lock<std::mutex> g(park_lock_);
+  sleeping_ = true;
+  // A foreign send_after may have added an earlier timer to our wheel after we read the hint in
+  // park, and found us not yet sleeping (unpark_if_sleeping_past wakes only a sleeper): read the
+  // hint again. Its store comes before that thread's park_lock_ section, so if that section came
+  // first we see the store here; if ours comes first, it sees sleeping_ and sleep_until_ and wakes us.
+  expiry = std::min(expiry, next_expiry_ns.load(std::memory_order_relaxed));
+  sleep_until_ = expiry;
+  bool timed_out = false;
+  while (!wake_pending_) {
+    if (expiry == ~0ull) {
+      park_cv_.wait(g);
+    } else if (park_cv_.wait_until(g, steady_time(expiry)) == std::cv_status::timeout) {
+      timed_out = true;
+      break;
+    }
+  }
+  wake_pending_ = false;
+  sleeping_ = false;
+  return timed_out;
+}
+
+// Holds the poller (file comment, step 4): sleeps in it until the earliest timer of any worker, an
+// fd's readiness, an unpark or `expiry`; then fires whatever is due on every wheel. True if the
+// sleep ended at its deadline with nothing else to do.
+bool worker::sleep_in_poller(std::uint64_t expiry) {
+  // Publish how long we mean to sleep, then take every wheel's earliest deadline under its lock: a
+  // timer armed after our look at a wheel reads poll_until under the same lock and interrupts us if
+  // it is earlier (timers.cpp, arm); one armed before is in what we read.
+  rt.poll_until.store(expiry, std::memory_order_relaxed);  // ordered by the wheel locks below
+  std::uint64_t deadline = expiry;
+  for (auto& wp : rt.workers) deadline = std::min(deadline, wp->earliest_timer());
+  rt.poll_until.store(deadline, std::memory_order_relaxed);  // lower or equal: still ordered by the locks
+  bool sleep = false;
+  {
+    std::lock_guard<std::mutex> g(park_lock_);
+    if (!wake_pending_) {
+      sleeping_ = true;
+      in_poller_ = true;
+      sleep_until_ = deadline;
+      sleep = true;
+    }
+    wake_pending_ = false;
+  }
+  std::size_t ready = 0;
+  if (sleep) {
+    // An unpark between the section above and the wait interrupts the poller: the eventfd stays
+    // readable until the wait reads it, so the wait ends at once.
+    ready = rt.poller.wait(deadline == ~0ull ? never_deadline_ns : deadline, [&](io_state* s, std::uint32_t events) {
+      io_ready(rt, s, events);
+    });
+    std::lock_guard<std::mutex> g(park_lock_);
+    sleeping_ = false;
+    in_poller_ = false;
+    wake_pending_ = false;
+  }
+  rt.poll_until.store(0, std::memory_order_relaxed);  // nobody sleeps in the poller now (ordered by the locks)
+  rt.poller_held.store(runtime_state::poller_holder::none, std::memory_order_release);  // pairs with the next holder's acquire
+  const std::uint64_t now = now_ns();
+  const bool fired = fire_due_everywhere(now);
+  return ready == 0 && !fired && now >= deadline;
+}
+
+// True if this parking worker now holds the poller to sleep in it; false if another sleeps there.
+// A reaper holds it for one epoll_wait that does not wait: we wait for it rather than sleep beside
+// it on our condition variable, which would leave nobody in the poller once it goes back to work.
+bool worker::take_poller_to_sleep() {
+  using holder = runtime_state::poller_holder;
+  for (;;) {
+    holder cur = holder::none;
+    // acquire: pairs with the release that gives the poller up (the previous holder's events handled)
+    if (rt.poller_held.compare_exchange_weak(cur, holder::sleeper, std::memory_order_acquire, std::memory_order_relaxed))
+      return true;
+    if (cur == holder::sleeper) return false;
+    __builtin_ia32_pause();  // a reaper, or a spurious failure: it lets go within a syscall
+  }
+}
+
+// A busy worker, every io_reap_rounds rounds: when processes wait for fds and no idle worker sleeps
+// in the poller, looks at it without waiting and readies what it reports (step 6).
+void worker::reap_io() {
+  using holder = runtime_state::poller_holder;
+  // relaxed: hints; the exchange decides
+  if (rt.io_waiters.load(std::memory_order_relaxed) == 0 || rt.poller_held.load(std::memory_order_relaxed) != holder::none)
+    return;
+  holder cur = holder::none;
+  // acquire: as take_poller_to_sleep
+  if (!rt.poller_held.compare_exchange_strong(cur, holder::reaper, std::memory_order_acquire, std::memory_order_relaxed))
+    return;
+  rt.poller.wait(0, [&](io_state* s, std::uint32_t events) { io_ready(rt, s, events); });
+  rt.poller_held.store(holder::none, std::memory_order_release);  // pairs with the next holder's acquire
+}
+
+// Any worker: fires what is due on every wheel whose earliest deadline has passed (the owner's, or a
+// blocked or busy worker's: file comment, "Timers no worker strands"). True if any wheel had something.
+bool worker::fire_due_everywhere(std::uint64_t now) {
+  bool any = false;
+  for (auto& wp : rt.workers) {
+    // relaxed: a hint; fire_due_timers takes the wheel's lock and fires exactly what is due
+    if (wp->next_expiry_ns.load(std::memory_order_relaxed) <= now) {
+      fire_due_timers(*wp);
+      any = true;
+    }
+  }
+  return any;
+}
+
+// The earliest deadline in this worker's wheel, read under its lock (sleep_in_poller's pairing).
+std::uint64_t worker::earliest_timer() {
+  std::lock_guard<std::mutex> g(wheel_lock);
+  auto next = wheel.next_expiry();
+  return next ? *next : ~0ull;
+}
+void worker::unpark() noexcept {
+  std::lock_guard<std::mutex> g(park_lock_);
+  wake_pending_ = true;
+  if (in_poller_) {
+    rt.poller.interrupt();
+  } else {
+    park_cv_.notify_one();
+  }
+}
+
+void worker::unpark_if_sleeping_past(std::uint64_t deadline_ns) noexcept {
+  std::lock_guard<std::mutex> g(park_lock_);
+  if (sleeping_ && sleep_until_ > deadline_ns) {
+    wake_pending_ = true;
+    if (in_poller_) {
+      rt.poller.interrupt();
+    } else {
+      park_cv_.notify_one();
+    }
+  }
+}
+
+}  // namespace grove::internal
+
+namespace grove {
+
+using namespace grove::internal;
+
+void runtime::state::notify_work() noexcept {
+  // seq_cst fence: pairs with the fence in worker::park (file comment, "Parking"): our queue push is
+  // ordered before our load of idle_count, their idle_count increment before their queue checks.
+  parking_fence(*this);
+  if (idle_count.load(std::memory_order_relaxed) == 0) return;   // ordered by the fence above
+  if (searching.load(std::memory_order_relaxed) != 0) return;    // a searcher will find it
+  wake_one_idle();
+}
+
+void runtime::state::wake_one_idle() noexcept {
+  worker* w = nullptr;
+  {
+    std::lock_guard<std::mutex> g(idle_lock);
+    if (idle_workers.empty()) return;
+    w = idle_workers.back();
+    idle_workers.pop_back();
+    // The woken worker starts out searching; count it before it runs so producers see it.
+    searching.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: read by notify_work after its fence
+    idle_count.fetch_sub(1, std::memory_order_seq_cst);
+  }
+  w->unpark();
+}
+
+}  // namespace grove

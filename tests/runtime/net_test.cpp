@@ -1,0 +1,457 @@
+// Sockets for processes (grove/net.hpp) on 127.0.0.1 only: partial reads and writes, the peer's
+// close and reset, refused and timed-out connects, exact read deadlines, kills of processes blocked
+// in accept/read/connect (nothing left open), EMFILE, 10,000 connections at once, UDP and Unix
+// sockets, and waiting on a foreign fd (grove/io.hpp).
+#include "support/fixture.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using grove_test::patience;
+namespace net = grove::net;
+
+namespace {
+
+struct go {};
+
+net::listener listen_local() {
+  auto l = net::listener::listen(net::address::loopback(0));
+  REQUIRE(l);
+  return std::move(*l);
+}
+
+std::uint16_t port_of(const net::listener& l) { return l.local_address().value().port(); }
+
+// Connections completed and waiting in a listener's accept queue, and that queue's capacity: Linux
+// reports both in TCP_INFO for a listening socket (tcpi_unacked, tcpi_sacked).
+std::pair<std::uint32_t, std::uint32_t> accept_queue(const net::listener& l) {
+  tcp_info ti{};
+  socklen_t len = sizeof ti;
+  REQUIRE(::getsockopt(l.native_handle(), IPPROTO_TCP, TCP_INFO, &ti, &len) == 0);
+  return {ti.tcpi_unacked, ti.tcpi_sacked};
+}
+
+// Connects to `l` (which never accepts) until its accept queue is full, so that the kernel drops
+// further SYNs and a connect can only time out. Returns the connections that fill it.
+std::vector<net::stream> fill_backlog(const net::listener& l) {
+  std::vector<net::stream> filling;
+  while (accept_queue(l).first <= accept_queue(l).second) {
+    REQUIRE(filling.size() < 64);
+    auto c = net::stream::connect(net::address::loopback(port_of(l)), patience);
+    REQUIRE(c);
+    filling.push_back(std::move(*c));
+    // The listener counts a connection when the client's ACK arrives, just after connect returns.
+    REQUIRE(grove_test::wait_until([&] { return accept_queue(l).first == filling.size(); }));
+  }
+  return filling;
+}
+
+// Every socket the test opened is closed again (the fixture checks the rest at its end).
+void check_no_fds() {
+  CHECK(grove_test::wait_until([] { return grove::resources_in_use().fds == 0; }));
+}
+
+}  // namespace
+
+TEST_CASE("a stream carries bytes both ways, in order, with partial reads and writes continued") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  auto l = listen_local();
+  const auto port = port_of(l);
+  // An echo server process, reading whatever comes in pieces of at most 1 KiB.
+  grove::spawn([l = std::move(l)]() mutable {
+    auto s = l.accept(patience);
+    REQUIRE(s);
+    char buf[1024];
+    for (;;) {
+      auto n = s->read_some(buf, sizeof buf, patience);
+      if (!n || *n == 0) return;
+      if (s->write_all(buf, *n, patience)) return;
+    }
+  });
+  auto c = net::stream::connect(net::address::loopback(port), patience);
+  REQUIRE(c);
+  // 4 MiB: far more than a socket buffer, so writes are partial and the writer waits for the reader.
+  std::string out(4 << 20, '\0');
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<char>(i * 31 + 7);
+  std::string in(out.size(), '\0');
+  std::atomic<bool> wrote{false};
+  grove::spawn([&] {  // another process writes while this one reads: one direction each
+    CHECK_FALSE(c->write_all(out, patience));
+    wrote = true;
+  });
+  CHECK_FALSE(c->read_exact(in.data(), in.size(), patience));
+  CHECK(in == out);
+  CHECK(grove_test::wait_until([&] { return wrote.load(); }));
+  CHECK_FALSE(c->shutdown_write());
+  char b;
+  auto eof = c->read_some(&b, 1, patience);
+  REQUIRE(eof);
+  CHECK(*eof == 0);  // the server saw our end-of-file and closed
+  c->close();
+  check_no_fds();
+}
+
+TEST_CASE("a peer that closes mid-read gives end_of_file, and a write to a closed peer is EPIPE, not SIGPIPE") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  auto l = listen_local();
+  auto c = net::stream::connect(net::address::loopback(port_of(l)), patience);
+  REQUIRE(c);
+  auto s = l.accept(patience);
+  REQUIRE(s);
+  CHECK_FALSE(s->write_all("abc", patience));
+  s->close();  // the peer goes away after 3 of the 10 bytes the reader wants
+  char buf[10];
+  CHECK(c->read_exact(buf, sizeof buf, patience) == grove::errc::end_of_file);
+  CHECK(std::string(buf, 3) == "abc");
+  // Writing until the kernel notices the peer is gone: EPIPE or ECONNRESET, and the program lives.
+  std::error_code ec;
+  for (int i = 0; i < 100 && !ec; ++i) ec = c->write_all(std::string(64 * 1024, 'x'), patience);
+  CHECK((ec == std::errc::broken_pipe || ec == std::errc::connection_reset));
+  c->close();
+  l.close();
+  check_no_fds();
+}
+
+TEST_CASE("a reset connection is ECONNRESET for the reader") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  auto l = listen_local();
+  auto c = net::stream::connect(net::address::loopback(port_of(l)), patience);
+  REQUIRE(c);
+  auto s = l.accept(patience);
+  REQUIRE(s);
+  linger hard{1, 0};  // close with RST instead of FIN
+  REQUIRE(::setsockopt(s->native_handle(), SOL_SOCKET, SO_LINGER, &hard, sizeof hard) == 0);
+  s->close();
+  char b;
+  auto r = c->read_some(&b, 1, patience);
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == std::errc::connection_reset);
+}
+
+TEST_CASE("connect to a port nobody listens on is ECONNREFUSED, at once") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  std::uint16_t port;
+  {
+    auto l = listen_local();  // a free port, closed again
+    port = port_of(l);
+  }
+  auto c = net::stream::connect(net::address::loopback(port), patience);
+  REQUIRE_FALSE(c);
+  CHECK(c.error() == std::errc::connection_refused);
+  check_no_fds();
+}
+
+TEST_CASE("a connect that cannot complete returns timeout at its deadline, not later") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  // A listener that never accepts, with a backlog of 1, filled: further SYNs go unanswered.
+  auto l = net::listener::listen(net::address::loopback(0), {.backlog = 1});
+  REQUIRE(l);
+  const auto port = port_of(*l);
+  auto filling = fill_backlog(*l);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto c = net::stream::connect(net::address::loopback(port), 300ms);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  REQUIRE_FALSE(c);
+  CHECK(c.error() == grove::errc::timeout);
+  CHECK(took >= 300ms);
+  CHECK(took < 5s);
+}
+
+TEST_CASE("readiness reaches a waiting process while every worker is busy with other processes") {
+  // No worker is idle, so none sleeps in the poller: busy workers must look at it between processes.
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  auto l = listen_local();
+  auto c = net::stream::connect(net::address::loopback(port_of(l)), patience);
+  REQUIRE(c);
+  auto s = l.accept(patience);
+  REQUIRE(s);
+  struct got { bool ok; };
+  grove::spawn([self, s = std::move(*s)]() mutable {
+    char b;
+    auto r = s.read_some(&b, 1, patience);
+    grove::send(self, got{r && *r == 1 && b == 'q'});
+  });
+  // One process per worker that yields in a loop: each worker always has one to run.
+  const unsigned workers = grove_test::test_workers();
+  std::atomic<bool> stop{false};
+  std::vector<std::atomic<int>> ran_on(workers);
+  for (auto& w : ran_on) w = -1;
+  for (unsigned i = 0; i < workers; ++i)
+    grove::spawn([&, i] {
+      for (unsigned n = 0; !stop.load(); ++n) {
+        if (n % 1024 == 0) ran_on[i] = grove::process_info(grove::self())->worker;
+        grove::yield();
+      }
+    });
+  REQUIRE(grove_test::wait_until([&] {  // spread over every worker (by stealing)
+    std::vector<bool> seen(workers);
+    for (auto& w : ran_on)
+      if (w >= 0) seen[static_cast<unsigned>(w.load())] = true;
+    return std::all_of(seen.begin(), seen.end(), [](bool b) { return b; });
+  }));
+  CHECK_FALSE(c->write_all("q", patience));
+  const bool ok = grove::receive([](got g) { return g.ok; }, grove::after(patience, [] { return false; }));
+  stop = true;
+  CHECK(ok);
+}
+
+TEST_CASE("a read with a deadline returns timeout at the deadline when nothing comes") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  auto l = listen_local();
+  auto c = net::stream::connect(net::address::loopback(port_of(l)), patience);
+  REQUIRE(c);
+  auto s = l.accept(patience);
+  REQUIRE(s);
+  char b;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = c->read_some(&b, 1, 200ms);
+  CHECK(r.error() == grove::errc::timeout);
+  CHECK(std::chrono::steady_clock::now() - t0 >= 200ms);
+  // An absolute deadline too, and data that comes before it.
+  grove::spawn([&] { CHECK_FALSE(s->write_all("z", patience)); });
+  auto r2 = c->read_some(&b, 1, std::chrono::steady_clock::now() + patience);
+  REQUIRE(r2);
+  CHECK(*r2 == 1);
+  CHECK(b == 'z');
+}
+
+TEST_CASE("a process killed while it waits in accept, read or connect closes its socket and leaves nothing") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  auto l = listen_local();
+  const auto port = port_of(l);
+  auto accepting = grove::spawn_monitor([self, l = std::move(l)]() mutable {
+    grove::send(self, go{});
+    (void)l.accept();  // no limit: only the kill ends it
+  });
+  grove::receive([](go) {});
+  // A reader, on a connection to a second listener that sends nothing.
+  auto quiet = listen_local();
+  auto reading = grove::spawn_monitor([self, port = port_of(quiet)] {
+    auto c = net::stream::connect(net::address::loopback(port), patience);
+    grove::send(self, go{});
+    char b;
+    (void)c->read_some(&b, 1);
+  });
+  grove::receive([](go) {});
+  auto kept = quiet.accept(patience);
+  REQUIRE(kept);
+  // A connector stuck on a full backlog.
+  auto full = net::listener::listen(net::address::loopback(0), {.backlog = 1});
+  auto filling = fill_backlog(*full);
+  const std::size_t before_connector = grove::resources_in_use().fds;
+  auto connecting = grove::spawn_monitor([port = port_of(*full)] {
+    auto c = net::stream::connect(net::address::loopback(port));
+    FAIL("connect to a full backlog returned: ", c ? std::string("connected") : c.error().message());
+  });
+  // Its socket exists once connect has started; the kill may land before or inside the wait.
+  REQUIRE(grove_test::wait_until([&] { return grove::resources_in_use().fds == before_connector + 1; }));
+  const std::size_t open_before = grove::resources_in_use().fds;
+  for (auto* s : {&accepting, &reading, &connecting}) grove::exit(s->pid, grove::exit_reason::kill());
+  for (auto* s : {&accepting, &reading, &connecting}) {
+    auto d = grove::receive(grove::when([s](const grove::down& d) { return d.ref == s->monitor; }, [](grove::down d) { return d; }),
+                            grove::after(patience, [] { return grove::down{}; }));
+    CHECK_MESSAGE(d.reason.is_killed(), (s == &accepting ? "acceptor: " : s == &reading ? "reader: " : "connector: "),
+                  d.reason.to_string());
+  }
+  // Their three sockets are closed: only ours remain (quiet, kept, full and its filling).
+  CHECK(grove_test::wait_until([&] { return grove::resources_in_use().fds == open_before - 3; }));
+  // And the port the killed acceptor listened on is free again.
+  CHECK(net::listener::listen(net::address::loopback(port)));
+}
+
+TEST_CASE("EMFILE at accept is an error the listener survives, and it serves again once fds are free") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  auto l = listen_local();
+  const auto port = port_of(l);
+  rlimit old{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &old) == 0);
+  // Use up all fds but a few, then lower the soft limit to what is open: accept has none left.
+  std::vector<int> hogs;
+  for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0 && hogs.size() < 100000;) hogs.push_back(fd);
+  const int client = [&] {  // the connecting end needs an fd: free one for it
+    ::close(hogs.back());
+    hogs.pop_back();
+    const int c = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    return c;
+  }();
+  auto refused = l.accept(patience);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error() == std::errc::too_many_files_open);
+  for (int fd : hogs) ::close(fd);
+  auto s = l.accept(patience);  // the same connection, waiting in the backlog
+  REQUIRE(s);
+  CHECK(::write(client, "k", 1) == 1);
+  char b = 0;
+  CHECK(s->read_exact(&b, 1, patience) == std::error_code{});
+  CHECK(b == 'k');
+  ::close(client);
+}
+
+TEST_CASE("a server holds 10,000 connections at once, a process each, and answers every one") {
+  grove_test::runtime_fixture rt({.process_limit = 100'000});
+  grove::scoped_process me;
+#if defined(__SANITIZE_THREAD__)
+  const int n = 4'000;  // TSan keeps a thread context per live fiber, at most 8,128 in all
+#else
+  const int n = 10'000 * static_cast<int>(grove_test::stress_scale());
+#endif
+  // Each end of a connection is an fd: the server's here, the clients' in a child program.
+  rlimit lim{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &lim) == 0);
+  const rlim_t need = static_cast<rlim_t>(n) + 1000;
+  if (lim.rlim_cur < need) {
+    rlimit raised{std::max(need, lim.rlim_cur), std::max(need, lim.rlim_max)};
+    REQUIRE_MESSAGE(::setrlimit(RLIMIT_NOFILE, &raised) == 0, "needs RLIMIT_NOFILE >= " << need);
+  }
+  auto l = net::listener::listen(net::address::loopback(0), {.backlog = 4096});
+  REQUIRE(l);
+  const auto port = port_of(*l);
+  std::atomic<int> served{0};
+  grove::spawn([&, l = std::move(*l)]() mutable {
+    for (int i = 0; i < n; ++i) {
+      auto s = l.accept(patience);
+      if (!s) return;
+      grove::spawn([&served, s = std::move(*s)]() mutable {
+        char b;
+        if (s.read_exact(&b, 1, patience)) return;
+        if (s.write_all(&b, 1, patience)) return;
+        served.fetch_add(1);
+        (void)s.read_some(&b, 1, patience);  // held open until the client closes
+      });
+    }
+  });
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // Plain blocking sockets: connect all, then one byte each way on every one, then close all.
+    std::vector<int> fds;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (int i = 0; i < n; ++i) {
+      const int c = ::socket(AF_INET, SOCK_STREAM, 0);
+      if (c < 0 || ::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) ::_exit(2);
+      fds.push_back(c);
+    }
+    for (int c : fds)
+      if (::write(c, "x", 1) != 1) ::_exit(3);
+    for (int c : fds) {
+      char b;
+      if (::read(c, &b, 1) != 1 || b != 'x') ::_exit(4);
+    }
+    for (int c : fds) ::close(c);
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(served.load() == n);
+  check_no_fds();
+}
+
+TEST_CASE("UDP datagrams and Unix-domain streams work like TCP streams") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  auto a = net::datagram_socket::bind(net::address::loopback(0));
+  auto b = net::datagram_socket::bind(net::address::loopback(0));
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK_FALSE(a->send_to("ping", 4, b->local_address().value(), patience));
+  char buf[16];
+  auto got = b->receive_from(buf, sizeof buf, patience);
+  REQUIRE(got);
+  CHECK(std::string(buf, got->first) == "ping");
+  CHECK(got->second.port() == a->local_address().value().port());
+  CHECK(b->receive_from(buf, sizeof buf, 50ms).error() == grove::errc::timeout);
+  const std::string path = "/tmp/grove-net-test-" + std::to_string(::getpid());
+  ::unlink(path.c_str());
+  auto where = net::address::unix_path(path);
+  REQUIRE(where);
+  auto ul = net::listener::listen(*where);
+  REQUIRE(ul);
+  grove::spawn([&] {
+    auto s = ul->accept(patience);
+    REQUIRE(s);
+    CHECK_FALSE(s->write_all("over unix", patience));
+  });
+  auto uc = net::stream::connect(*where, patience);
+  REQUIRE(uc);
+  char ub[9];
+  CHECK_FALSE(uc->read_exact(ub, sizeof ub, patience));
+  CHECK(std::string(ub, 9) == "over unix");
+  ::unlink(path.c_str());
+}
+
+TEST_CASE("addresses parse and print IPv4, IPv6 and Unix forms, and refuse names") {
+  CHECK(net::address::parse("127.0.0.1:8080").value().to_string() == "127.0.0.1:8080");
+  CHECK(net::address::parse("[::1]:443").value().to_string() == "[::1]:443");
+  CHECK(net::address::parse("unix:/tmp/x.sock").value().to_string() == "unix:/tmp/x.sock");
+  CHECK(net::address::parse("localhost:80").error() == grove::errc::bad_argument);
+  CHECK(net::address::parse("1.2.3.4:99999").error() == grove::errc::bad_argument);
+  CHECK(net::address::parse("1.2.3.4").error() == grove::errc::bad_argument);
+  CHECK(net::address::unix_path(std::string(200, 'x')).error() == std::errc::filename_too_long);
+}
+
+TEST_CASE("wait_readable and wait_writable drive a foreign non-blocking fd, with exact timeouts") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  int fds[2];
+  REQUIRE(::pipe2(fds, O_NONBLOCK | O_CLOEXEC) == 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(grove::io::wait_readable(fds[0], 100ms) == grove::errc::timeout);
+  CHECK(std::chrono::steady_clock::now() - t0 >= 100ms);
+  CHECK_FALSE(grove::io::wait_writable(fds[1], patience));  // an empty pipe is writable at once
+  std::atomic<bool> read_done{false};
+  const grove::pid self = me.pid();
+  grove::spawn([&, self] {
+    CHECK_FALSE(grove::io::wait_readable(fds[0], patience));
+    char b;
+    CHECK(::read(fds[0], &b, 1) == 1);
+    read_done = true;
+    grove::send(self, go{});
+  });
+  CHECK(::write(fds[1], "r", 1) == 1);
+  grove::receive([](go) {}, grove::after(patience, [] {}));
+  CHECK(read_done.load());
+  // Closing and reusing the fd number is fine: nothing stays registered between waits.
+  ::close(fds[0]);
+  ::close(fds[1]);
+  REQUIRE(::pipe2(fds, O_NONBLOCK | O_CLOEXEC) == 0);
+  CHECK(grove::io::wait_readable(fds[0], 50ms) == grove::errc::timeout);
+  CHECK(::write(fds[1], "s", 1) == 1);
+  CHECK_FALSE(grove::io::wait_readable(fds[0], patience));
+  ::close(fds[0]);
+  ::close(fds[1]);
+  CHECK(grove::io::wait_readable(-1, 1ms) == grove::errc::bad_argument);
+}
