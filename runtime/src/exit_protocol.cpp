@@ -36,6 +36,13 @@
 // be thrown there (std::terminate): it is recorded, and raised at the first runtime call after that
 // unwinding, or taken as the reason at the end.
 //
+// ## Deferred exits (grove::exit_deferral)
+// While a process holds an exit_deferral, a non-blocking runtime call that finds an exit signal
+// acts on it (the exit is decided) but neither raises it nor drops its own effect: a hand-over
+// send in a destructor reaches its target. Blocking calls raise as ever. Rejected: making send
+// deliver and then raise everywhere (a send after a kill would be delivered, against OTP), or
+// never raising in sends (a loop of sends would never die).
+//
 // ## The exit protocol (exit_process)
 //   1. set EXITED in the control word (later wakes are no-ops); it no longer counts as alive;
 //   2. act on the signals already in its inbox (so a link made just before is honoured);
@@ -126,13 +133,15 @@ void act_on_exit(process* p, bool blocking) {
   if (!p->exiting) {
     // Exit signals arrived while it ran: act on them now (file comment, "busy processes").
     while (p->exit_signals.load(std::memory_order_relaxed) != 0) {  // relaxed: see before_runtime_call
-      const drained d = drain_inbox(p);  // raises the exit if one kills (unless the stack is unwinding)
+      // raises the exit if one kills (unless the stack is unwinding, or an exit_deferral covers this call)
+      const drained d = drain_inbox(p, blocking || p->exits_deferred == 0);
       if (p->exiting || !d.more) break;  // a signal still being pushed is seen at the next call
     }
     if (!p->exiting) return;
   }
   if (p->in_exit_protocol) return;             // its own exit protocol's calls (a logger) run normally
   if (std::uncaught_exceptions() > 0) return;  // a destructor runs during an unwinding: let it work
+  if (!blocking && p->exits_deferred > 0) return;  // exit_deferral: raised after its scope
   if (p->kind == process_kind::scoped) raise_exit(p);
   const bool in_catch = handling_exit_unwind();
   if (in_catch && !blocking) return;  // cleanup in a catch block that will rethrow, we hope

@@ -88,6 +88,7 @@ struct alignas(64) process {
   bool started = false;                    // owner: its context exists
   bool trap_exit = false;                  // owner
   bool pinned = false;                     // owner: spawn_options::pinned (set before the pid is published)
+  std::uint8_t exits_deferred = 0;         // owner: live exit_deferrals (grove/process.hpp); fills padding
   // The worker a pinned process runs on: no_home until its first run, then fixed. Written by that
   // worker before the process first parks, read by wakers after their wake (scheduler.cpp, "Pinned").
   std::uint16_t home = no_home;

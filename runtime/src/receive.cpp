@@ -51,7 +51,7 @@ void charge(process* p, bool act_on_signals) {
     return;
   }
   park_current(p, park_reason::yield);
-  if (act_on_signals) drain_inbox(p);
+  if (act_on_signals) drain_inbox(p, p->exits_deferred == 0);  // a deferred exit is raised later (exit_deferral)
 }
 
 namespace {
@@ -194,6 +194,13 @@ matched receive_node(match_fn match, void* matcher, std::int64_t timeout_ns) {
 }
 
 }  // namespace detail
+
+exit_deferral::exit_deferral() noexcept {
+  if (process* p = current_process()) ++p->exits_deferred;
+}
+exit_deferral::~exit_deferral() {
+  if (process* p = current_process()) --p->exits_deferred;
+}
 
 pid self() noexcept {
   process* p = current_process();

@@ -271,3 +271,53 @@ TEST_CASE("fifty processes that swallow a kill leave no lock held and run every 
     m.unlock();
   }
 }
+
+TEST_CASE("in an exit_deferral a killed process's sends still go out, blocking calls still raise, and the exit follows the scope") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  struct handed_back {
+    int n;
+  };
+  // A hand-over in a destructor that runs on a normal scope exit: without the deferral its send
+  // would raise in a noexcept destructor and end the program.
+  struct give_back_on_exit {
+    grove::pid to;
+    ~give_back_on_exit() {
+      grove::exit_deferral defer;
+      grove::send(to, handed_back{1});
+      grove::send(to, handed_back{2});
+    }
+  };
+  std::atomic<bool> release{false};
+  std::atomic<bool> after_scope{false};
+  auto s = spawn_busy(release, [&after_scope](grove::pid me, std::atomic<bool>& r) {
+    {
+      give_back_on_exit g{me};
+      grove::send(me, started{});
+      compute_until(r);
+    }
+    grove::send(me, handed_back{3});  // the deferral has ended: the exit is raised here, not sent
+    after_scope = true;
+    return grove::exit_reason::normal();
+  });
+  grove::exit(s.pid, grove::exit_reason::kill());
+  release.store(true, std::memory_order_release);
+  CHECK(wait_down(s.monitor).reason.is_killed());
+  CHECK(grove::receive([](handed_back h) { return h.n; }, grove::after(patience, [] { return 0; })) == 1);
+  CHECK(grove::receive([](handed_back h) { return h.n; }, grove::after(patience, [] { return 0; })) == 2);
+  CHECK(grove::receive([](handed_back h) { return h.n; }, grove::after(0ms, [] { return 0; })) == 0);
+  CHECK_FALSE(after_scope.load());
+
+  // A blocking call in a deferral still raises: a deferral never makes a process unkillable.
+  std::atomic<bool> release2{false};
+  auto b = spawn_busy(release2, [](grove::pid me, std::atomic<bool>& r) {
+    grove::exit_deferral defer;
+    grove::send(me, started{});
+    compute_until(r);
+    grove::receive([](parked) {});  // never comes
+    return grove::exit_reason("not killed");
+  });
+  grove::exit(b.pid, grove::exit_reason::kill());
+  release2.store(true, std::memory_order_release);
+  CHECK(wait_down(b.monitor).reason.is_killed());
+}

@@ -162,6 +162,22 @@ void yield();
 // process it throws grove::error(errc::not_in_process). If an exit signal that kills the process has
 // already arrived (while it computed), that signal's reason wins: it came first.
 [[noreturn]] inline void exit(exit_reason reason) { throw detail::begin_exit(std::move(reason)); }
+// Defers the calling process's exit for non-blocking runtime calls while it lives, as
+// pthread_setcancelstate does for cancellation: send, spawn, link, monitor and exit(pid, reason)
+// made in its scope neither raise an exit signal that has arrived (while the process computed) nor
+// lose their effect, so a hand-over that must reach another process (a resource given back, "I am
+// done") completes even if the process has just been killed. Blocking calls (receive, sleep_for,
+// yield, IO waits) still raise it, so a deferral never makes a process unkillable. The exit is
+// raised at the first runtime call after the outermost deferral ends, or taken at the process's end.
+// Use it where a runtime call runs in a destructor on a normal scope exit: a raise there would end
+// the program (destructors are noexcept). Nestable; a no-op outside a process.
+class exit_deferral {
+ public:
+  exit_deferral() noexcept;
+  ~exit_deferral();
+  exit_deferral(const exit_deferral&) = delete;
+  exit_deferral& operator=(const exit_deferral&) = delete;
+};
 // Whether `p` names a live process (it may exit the next moment).
 bool is_alive(pid p) noexcept;
 // Blocks the calling process (messages stay in the mailbox; exit signals still act). On a foreign
