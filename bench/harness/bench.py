@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import build  # noqa: E402
 import report  # noqa: E402
 from report import Cell  # noqa: E402
-from workloads import HARNESS_METRICS, IMPLS, WORKLOADS, parse_count  # noqa: E402
+from workloads import HARNESS_METRICS, IMPLS, SERVER_ONLY, WORKLOADS, parse_count  # noqa: E402
 
 GIB = 1 << 30
 # A run is flagged as noisy when other processes used more than NOISY_SHARE of the machine's CPUs
@@ -314,6 +314,10 @@ def measure(cells: List[Cell], exe: Dict[str, Path], w: str, n: Optional[int], a
             if c.status != "ok":
                 continue
             cmd = [str(exe[c.impl])] + (["--n", str(n)] if n is not None else []) + extra
+            driver = WORKLOADS[w].driver
+            if driver:  # a server: the driver starts it, loads it and prints its RESULT lines
+                cmd = [sys.executable, "-B", str(Path(__file__).parent / driver), "--workload", w, "--impl", c.impl,
+                       *extra, "--", str(exe[c.impl])]
             wait_for_quiet(a.quiet_wait)
             c.runs += 1
             run = run_once(cmd, timeout, a.nice)
@@ -342,7 +346,7 @@ def measure(cells: List[Cell], exe: Dict[str, Path], w: str, n: Optional[int], a
                 for key, v in r.items():
                     if key not in ("workload", "impl", "metric", "unit", "value") and key not in c.params:
                         c.params[key] = v
-            if rss is not None:
+            if rss is not None and not WORKLOADS[w].driver:  # a driver's RSS says nothing: it reports the server's
                 c.values.setdefault("peak_rss_mib", []).append(round(rss, 1))
                 c.units["peak_rss_mib"] = HARNESS_METRICS["peak_rss_mib"]
             shown = ", ".join(f"{r['metric']}={report.fmt(float(r['value']))}" for r in results)
@@ -365,6 +369,8 @@ def run_workload(w: str, a: argparse.Namespace, found, absent) -> List[Cell]:
     for n in ns:
         row: List[Cell] = []
         for impl in a.impls:
+            if impl in SERVER_ONLY and not spec.driver:
+                continue
             c = Cell(w, n, impl)
             if impl in spec.skip:
                 c.status, c.reason = "skipped", spec.skip[impl]

@@ -127,4 +127,18 @@ def find_grove(grove_dir: Path, workloads: List[str]) -> Built:
     return built, missing
 
 
-BUILDERS = {"erlang": build_erlang, "go": build_go, "caf": build_caf}
+def build_h2o(root: Path, workloads: List[str], log) -> Built:
+    """h2o takes part in the server workloads only, through its launcher in bench/peers/h2o/."""
+    if not shutil.which("h2o"):
+        return {}, {w: "h2o not installed (tools/setup --peers)" for w in workloads}
+    built, missing = {}, {}
+    for w in workloads:
+        script = root / "bench/peers/h2o" / w
+        if script.is_file():
+            built[w] = script
+        else:
+            missing[w] = f"no bench/peers/h2o/{w}"
+    return built, missing
+
+
+BUILDERS = {"erlang": build_erlang, "go": build_go, "caf": build_caf, "h2o": build_h2o}

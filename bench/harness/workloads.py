@@ -5,8 +5,11 @@ bench/peers/{erlang,go,caf}/ under the same names (bench/README.md describes eac
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
-IMPLS = ["grove", "erlang", "go", "caf"]
-PEERS = ["erlang", "go", "caf"]
+IMPLS = ["grove", "erlang", "go", "caf", "h2o"]
+PEERS = ["erlang", "go", "caf", "h2o"]
+# Implementations that take part only in server workloads (Workload.driver set): h2o is the C
+# reference for HTTP, not an actor runtime.
+SERVER_ONLY = {"h2o"}
 
 K = 1_000
 M = 1_000_000
@@ -24,6 +27,9 @@ class Workload:
     timeout_s: Callable[[Optional[int]], float] = lambda n: 180
     # Implementations that do not have this workload, with the reason printed as a skip.
     skip: Dict[str, str] = field(default_factory=dict)
+    # A server workload: each implementation's program is a server (--port P --threads T, runs
+    # until killed) that this driver in bench/harness/ loads and measures (load.py: wrk).
+    driver: Optional[str] = None
 
 
 WORKLOADS: Dict[str, Workload] = {w.name: w for w in [
@@ -36,6 +42,11 @@ WORKLOADS: Dict[str, Workload] = {w.name: w for w in [
     Workload("fan_in", "16 senders x 250,000 messages to one receiver"),
     Workload("timers", "100,000 processes sleep 1-1000 ms (seeded LCG); lateness percentiles"),
     Workload("idle", "100,000 parked processes; CPU seconds used over 5 s of nothing"),
+    Workload("blocked_worker", "every worker but one blocked in 300 ms syscalls; lateness of 200 10 ms timeouts",
+             skip={"erlang": "blocking a scheduler thread takes a NIF", "caf": "CAF's timers are not per worker"}),
+    Workload("http_hello", "keep-alive GET / answered with 'hello, world', wrk -t2 -c64 for 10 s after a 2 s warm-up",
+             driver="load.py", timeout_s=lambda n: 60,
+             skip={"caf": "CAF has no HTTP server", "erlang": "not written yet (inets httpd)"}),
     Workload("restarts", "one_for_one supervisor restarting a worker that crashes at once",
              ns=[1 * K, 100 * K], timeout_s=lambda n: 60 + (n or K) * 2e-3,
              skip={"go": "Go has no supervisors", "caf": "CAF has no supervisors"}),
