@@ -44,6 +44,8 @@ WORKLOADS: Dict[str, Workload] = {w.name: w for w in [
     Workload("idle", "100,000 parked processes; CPU seconds used over 5 s of nothing"),
     Workload("blocked_worker", "every worker but one blocked in 300 ms syscalls; lateness of 200 10 ms timeouts",
              skip={"erlang": "blocking a scheduler thread takes a NIF", "caf": "CAF's timers are not per worker"}),
+    Workload("tcp_echo", "N connections over 127.0.0.1, round trips of 64 B, 200,000 in all",
+             ns=[1, 100, 1 * K], skip={"caf": "CAF's network layer is not a peer here", "erlang": "not written yet (gen_tcp)"}),
     Workload("http_hello", "keep-alive GET / answered with 'hello, world', wrk -t2 -c64 for 10 s after a 2 s warm-up",
              driver="load.py", timeout_s=lambda n: 60,
              skip={"caf": "CAF has no HTTP server", "erlang": "not written yet (inets httpd)"}),
