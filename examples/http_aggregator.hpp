@@ -141,7 +141,8 @@ inline demo::phase_result run_phase(const http_phase& hp) {
       const std::string u = urls[b];
       std::shared_ptr<svc::retry_policy> retry = i == 1 ? rp.retry : nullptr;
       return [c, u, retry, shared_pool](const svc::deadline& left) mutable -> svc::outcome<http::response> {
-        auto once = [&](const svc::deadline& dd) -> svc::outcome<http::response> {
+        // By value: a pool worker may still run it after this leg has given up at the deadline.
+        auto once = [c, u, retry](const svc::deadline& dd) mutable -> svc::outcome<http::response> {
           auto r = c.send(u, with_deadline(dd), dd);
           if (retry && r && r->status == 503)  // for the retry policy, a 503 is a failure to retry
             return svc::failure(std::make_error_code(std::errc::resource_unavailable_try_again));

@@ -151,7 +151,7 @@ void runtime::state::schedule(process* p) {
       w->push_runnext(p);  // in process context: the woken or spawned process runs next, here
     } else {
       w->push_local(p);
-      notify_work();
+      if (!w->queued_from_own_poll()) notify_work();  // from its own poller: it runs it (parking.cpp)
     }
     return;
   }

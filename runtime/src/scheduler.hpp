@@ -66,6 +66,13 @@ class worker {
   // Owner thread (process or scheduler context on this worker):
   void push_local(process* p);        // to the local queue (overflow goes to the inject queue)
   void push_runnext(process* p);      // to the LIFO slot (the old occupant goes to the local queue)
+  // A process just queued here by this worker's own poller callback: counted, and true (this
+  // worker runs it next, nobody need be woken); false outside that callback.
+  bool queued_from_own_poll() noexcept {
+    if (!polling_) return false;
+    ++polled_ready_;
+    return true;
+  }
   void requeue(process* p);           // a runnable process back to a queue: its home's for a pinned one, else local
   // Any thread: a started pinned process whose home this is, made runnable (scheduler.cpp, "Pinned").
   void push_pinned(process* p);
@@ -107,7 +114,7 @@ class worker {
   bool fire_due_everywhere(std::uint64_t now);
   std::uint64_t earliest_timer();
   void fire_stranded_timers();
-  void reap_io();
+  void reap_io(bool will_run = false);  // parking.cpp
   bool take_poller_to_sleep();
   void run(process* p);
   void after_park(process* p);
@@ -124,6 +131,11 @@ class worker {
   std::uint64_t last_now_ = 0;      // owner: the clock at the last timer check
   std::uint32_t rounds_since_clock_ = 0;  // owner
   bool searching_ = false;          // owner: counted in runtime_state::searching
+  // owner: in sleep_in_poller's event callback, processes made ready go to the local queue
+  // without waking another worker; once the wait returns, one more than the worker runs itself
+  // wakes one other (parking.cpp, "Readiness runs where it was polled")
+  bool polling_ = false;
+  std::uint32_t polled_ready_ = 0;  // owner: processes queued by that callback
   bool watch_expired_ = false;      // owner: the last park ended at its watch deadline (worker::park)
   bool suspect_ = false;            // owner: the last search saw a LIFO slot whose owner had not switched
   std::uint64_t watch_backoff_ns_;  // owner: the next watch's sleep (worker::start_watch)
