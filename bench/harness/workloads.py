@@ -45,7 +45,7 @@ WORKLOADS: Dict[str, Workload] = {w.name: w for w in [
     Workload("blocked_worker", "every worker but one blocked in 300 ms syscalls; lateness of 200 10 ms timeouts",
              skip={"erlang": "blocking a scheduler thread takes a NIF", "caf": "CAF's timers are not per worker"}),
     Workload("tcp_echo", "N connections over 127.0.0.1, round trips of 64 B, 200,000 in all",
-             ns=[1, 100, 1 * K], skip={"caf": "CAF's network layer is not a peer here", "erlang": "not written yet (gen_tcp)"}),
+             ns=[1, 100, 1 * K], skip={"caf": "CAF's network layer is not a peer here"}),
     Workload("idle_connections", "N idle keep-alive HTTP connections to the server: its memory per connection",
              ns=[9 * K], big_ns=[100 * K],  # 9,000: both ends in one process need 2N + 1,000 fds (a hard limit of 20,000 here)
              skip={"caf": "CAF has no HTTP server", "erlang": "not written yet (inets httpd)"}),
