@@ -1,0 +1,21 @@
+%% http_hello: Erlang/OTP's inets httpd serving "hello, world\n" as GET / (a static index.html,
+%% keep-alive; OTP 25's httpd takes no TCP_NODELAY here ({socket_type, {ip_comm, Opts}} is refused), and
+%% its replies wait ~40 ms on Nagle and delayed ACKs: its figure is that, not its parser), the peer of bench/grove/http_hello.cpp; a server for bench/harness/load.py,
+%% started by launch with --port P --threads T, running until killed.
+-module(http_hello).
+-export([main/0]).
+
+main() -> bench_peer:run("http_hello", [{port, 8080}], fun run/1).
+
+run(#{port := Port}) ->
+    Dir = filename:join("/tmp", "grove_http_hello_" ++ os:getpid()),
+    ok = filelib:ensure_dir(filename:join(Dir, "x")),
+    ok = file:write_file(filename:join(Dir, "index.html"), <<"hello, world\n">>),
+    ok = inets:start(),
+    {ok, _} = inets:start(httpd, [{port, Port}, {bind_address, {127, 0, 0, 1}}, {server_name, "http_hello"},
+                                  {server_root, Dir}, {document_root, Dir}, {directory_index, ["index.html"]},
+                                  {modules, [mod_alias, mod_get]}, {keep_alive, true},
+                                  {max_keep_alive_request, 100000000}, {keep_alive_timeout, 60},
+                                  {max_clients, 100000}]),
+    io:format("listening 127.0.0.1:~p~n", [Port]),
+    receive after infinity -> ok end.
