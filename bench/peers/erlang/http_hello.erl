@@ -1,7 +1,9 @@
 %% http_hello: Erlang/OTP's inets httpd serving "hello, world\n" as GET / (a static index.html,
-%% keep-alive; OTP 25's httpd takes no TCP_NODELAY here ({socket_type, {ip_comm, Opts}} is refused), and
-%% its replies wait ~40 ms on Nagle and delayed ACKs: its figure is that, not its parser), the peer of bench/grove/http_hello.cpp; a server for bench/harness/load.py,
-%% started by launch with --port P --threads T, running until killed.
+%% keep-alive), the peer of bench/grove/http_hello.cpp; a server for bench/harness/load.py, started
+%% by launch with --port P --threads T, running until killed. Its median latency (~48 ms at 64
+%% connections) looks like Nagle against delayed ACKs: OTP 25's httpd refused
+%% {socket_type, {ip_comm, [{nodelay, true}]}} (function_clause in http_transport:listen/4), so it
+%% runs with its defaults.
 -module(http_hello).
 -export([main/0]).
 
