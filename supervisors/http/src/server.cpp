@@ -101,6 +101,7 @@ struct server::shared {
 
   std::mutex lock;
   std::list<conn_record> conns;  // guarded by lock
+  bool closed = false;           // guarded by lock: every connection has been told to go; take no more
   std::atomic<bool> draining{false};  // shared: seq_cst, see the file comment
   // The listener's fd while the acceptor holds it open, else -1; guarded by lock. The owner's
   // unwinding shuts it down (owner_guard), so a killed server's port is free at once for its restart.
@@ -147,6 +148,9 @@ class connection {
 
   void run() {
     const server_options& o = sh_->options;
+    // A stop or kill that marked us closing before we started (our pid was not known yet): leave.
+    // seq_cst: against close_all's store, ordered by the lock the constructor took
+    if (rec_->phase.load(std::memory_order_seq_cst) == closing) return;
     for (;;) {
       if (pos_ == in_.size() && !wait_for_request(o)) return;
       int expected = idle;
@@ -374,6 +378,10 @@ void accept_loop(std::shared_ptr<shared> sh, net::listener l) {
     std::list<conn_record>::iterator rec;
     {
       std::lock_guard<std::mutex> g(sh->lock);
+      if (sh->closed) {  // the owner is going and we are about to be killed: this one is not served
+        c->close();
+        continue;
+      }
       rec = sh->conns.emplace(sh->conns.end());
     }
     sh->open.add();
@@ -397,6 +405,7 @@ void accept_loop(std::shared_ptr<shared> sh, net::listener l) {
 std::vector<grove::pid> close_all(shared& sh, bool only_idle) {
   std::vector<grove::pid> out;
   std::lock_guard<std::mutex> g(sh.lock);
+  if (!only_idle) sh.closed = true;  // an acceptor not yet dead registers no more
   for (auto& c : sh.conns) {
     int expected = idle;
     // seq_cst: against the connection's CAS idle → busy (file comment, "Draining")
