@@ -196,13 +196,14 @@ TEST_CASE("readiness reaches a waiting process while every worker is busy with o
   std::atomic<bool> stop{false};
   std::vector<std::atomic<int>> ran_on(workers);
   for (auto& w : ran_on) w = -1;
+  std::vector<grove::pid> spinners;
   for (unsigned i = 0; i < workers; ++i)
-    grove::spawn([&, i] {
+    spinners.push_back(grove::spawn([&, i] {
       for (unsigned n = 0; !stop.load(); ++n) {
         if (n % 1024 == 0) ran_on[i] = grove::process_info(grove::self())->worker;
         grove::yield();
       }
-    });
+    }));
   REQUIRE(grove_test::wait_until([&] {  // spread over every worker (by stealing)
     std::vector<bool> seen(workers);
     for (auto& w : ran_on)
@@ -213,6 +214,8 @@ TEST_CASE("readiness reaches a waiting process while every worker is busy with o
   const bool ok = grove::receive([](got g) { return g.ok; }, grove::after(patience, [] { return false; }));
   stop = true;
   CHECK(ok);
+  // They write ran_on, which lives in this frame: wait until they are gone.
+  CHECK(grove_test::wait_until([&] { return std::none_of(spinners.begin(), spinners.end(), grove::is_alive); }));
 }
 
 TEST_CASE("a read with a deadline returns timeout at the deadline when nothing comes") {
