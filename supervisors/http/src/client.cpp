@@ -30,6 +30,7 @@
 #include <grove/process.hpp>
 
 #include "parser.hpp"
+#include "stats.hpp"
 #include "wire.hpp"
 
 namespace grove::http {
@@ -38,22 +39,6 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 constexpr std::size_t read_chunk = 16 * 1024;
-
-struct tally {
-  std::atomic<std::uint64_t> v{0};  // relaxed: a counter read as a snapshot
-  void add(std::uint64_t n = 1) noexcept { v.fetch_add(n, std::memory_order_relaxed); }
-  void sub(std::uint64_t n = 1) noexcept { v.fetch_sub(n, std::memory_order_relaxed); }
-  std::uint64_t get() const noexcept { return v.load(std::memory_order_relaxed); }
-};
-
-unsigned log2_bucket(std::uint64_t us) noexcept {
-  unsigned b = 0;
-  while (us > 1 && b < 31) {
-    us >>= 1;
-    ++b;
-  }
-  return b;
-}
 
 struct url_parts {
   std::string host;       // without brackets
@@ -131,9 +116,9 @@ struct client::shared {
   std::unordered_map<std::string, std::unique_ptr<host_pool>> pools;  // guarded by pools_lock; never erased
   std::atomic<std::uint64_t> next_tag{1};  // relaxed: uniqueness only
 
-  tally requests, attempts, retries, responses, in_flight, connects, reused, pool_full, pool_waits, deadline_exceeded,
+  internal::tally requests, attempts, retries, responses, in_flight, connects, reused, pool_full, pool_waits, deadline_exceeded,
       connect_errors, io_errors, protocol_errors;
-  std::array<tally, 32> latency;
+  internal::latency_histogram latency;
 
   host_pool& pool_for(const std::string& key) {
     std::lock_guard<std::mutex> g(pools_lock);
@@ -409,8 +394,7 @@ services::outcome<response> attempt(shared& sh, const url_parts& u, const reques
       const std::string* conn = resp.headers.find("connection");
       l.give_back(keep && !(conn && iequals(*conn, "close")));
       sh.responses.add();
-      const auto us = std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - t0).count();
-      sh.latency[log2_bucket(static_cast<std::uint64_t>(us))].add();
+      internal::record_latency(sh.latency, t0);
       return resp;
     }
   }
@@ -450,7 +434,7 @@ client_stats client::stats() const {
   s.connect_errors = sh.connect_errors.get();
   s.io_errors = sh.io_errors.get();
   s.protocol_errors = sh.protocol_errors.get();
-  for (std::size_t i = 0; i < 32; ++i) s.latency_us_log2[i] = sh.latency[i].get();
+  s.latency_us_log2 = internal::snapshot(sh.latency);
   return s;
 }
 
@@ -463,17 +447,6 @@ std::size_t client::idle_connections(std::string_view host_port) const {
   return it->second->idle.size();
 }
 
-double client_stats::latency_quantile_ms(double q) const noexcept {
-  std::uint64_t total = 0;
-  for (auto n : latency_us_log2) total += n;
-  if (total == 0) return 0;
-  const auto want = static_cast<std::uint64_t>(q * static_cast<double>(total - 1)) + 1;
-  std::uint64_t seen = 0;
-  for (std::size_t i = 0; i < latency_us_log2.size(); ++i) {
-    seen += latency_us_log2[i];
-    if (seen >= want) return static_cast<double>(std::uint64_t{2} << i) / 1000.0;
-  }
-  return 0;
-}
+double client_stats::latency_quantile_ms(double q) const noexcept { return internal::latency_quantile_ms(latency_us_log2, q); }
 
 }  // namespace grove::http

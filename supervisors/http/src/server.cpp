@@ -47,6 +47,7 @@
 #include <grove/supervisor/child_spec.hpp>
 
 #include "parser.hpp"
+#include "stats.hpp"
 #include "wire.hpp"
 
 namespace grove::http {
@@ -75,23 +76,6 @@ struct stopped {
 };
 struct drained {};
 
-// An atomic tally (relaxed: counters read as a snapshot).
-struct tally {
-  std::atomic<std::uint64_t> v{0};
-  void add(std::uint64_t n = 1) noexcept { v.fetch_add(n, std::memory_order_relaxed); }
-  void sub(std::uint64_t n = 1) noexcept { v.fetch_sub(n, std::memory_order_relaxed); }
-  std::uint64_t get() const noexcept { return v.load(std::memory_order_relaxed); }
-};
-
-unsigned log2_bucket(std::uint64_t us) noexcept {
-  unsigned b = 0;
-  while (us > 1 && b < 31) {
-    us >>= 1;
-    ++b;
-  }
-  return b;
-}
-
 }  // namespace
 
 struct server::shared {
@@ -107,10 +91,10 @@ struct server::shared {
   // unwinding shuts it down (owner_guard), so a killed server's port is free at once for its restart.
   int listen_fd = -1;
 
-  tally lingering;  // refusals being written (refuse())
-  tally accepted, refused, open, requests, in_flight, malformed, too_large, timed_out, exceptions, disconnects;
-  std::array<tally, 6> by_class;
-  std::array<tally, 32> latency;
+  internal::tally lingering;  // refusals being written (refuse())
+  internal::tally accepted, refused, open, requests, in_flight, malformed, too_large, timed_out, exceptions, disconnects;
+  std::array<internal::tally, 6> by_class;
+  internal::latency_histogram latency;
 
   // The connection's way out: unregisters it and tells a draining owner when the last one has gone.
   void forget(std::list<conn_record>::iterator it) {
@@ -233,8 +217,7 @@ class connection {
                        (conn && iequals(*conn, "close"));
     internal::append_response(out_, resp, close, head_only);
     count_response(resp.status);
-    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - arrived).count();
-    sh_->latency[log2_bucket(static_cast<std::uint64_t>(us))].add();
+    internal::record_latency(sh_->latency, arrived);
     sh_->in_flight.sub();
     // Pipelined requests wait in in_: their responses are written together.
     if (close || pos_ == in_.size() || out_.size() >= flush_at) {
@@ -546,22 +529,11 @@ server_stats server::stats() const {
   s.timed_out = sh.timed_out.get();
   s.handler_exceptions = sh.exceptions.get();
   s.disconnects = sh.disconnects.get();
-  for (std::size_t i = 0; i < 32; ++i) s.latency_us_log2[i] = sh.latency[i].get();
+  s.latency_us_log2 = internal::snapshot(sh.latency);
   return s;
 }
 
-double server_stats::latency_quantile_ms(double q) const noexcept {
-  std::uint64_t total = 0;
-  for (auto n : latency_us_log2) total += n;
-  if (total == 0) return 0;
-  const auto want = static_cast<std::uint64_t>(q * static_cast<double>(total - 1)) + 1;
-  std::uint64_t seen = 0;
-  for (std::size_t i = 0; i < latency_us_log2.size(); ++i) {
-    seen += latency_us_log2[i];
-    if (seen >= want) return static_cast<double>(std::uint64_t{2} << i) / 1000.0;
-  }
-  return 0;
-}
+double server_stats::latency_quantile_ms(double q) const noexcept { return internal::latency_quantile_ms(latency_us_log2, q); }
 
 supervisor::child_spec server_child(std::string id, server_options options, handler h) {
   supervisor::child_spec spec;
