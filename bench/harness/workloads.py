@@ -48,7 +48,7 @@ WORKLOADS: Dict[str, Workload] = {w.name: w for w in [
              ns=[1, 100, 1 * K], skip={"caf": "CAF's network layer is not a peer here"}),
     Workload("idle_connections", "N idle keep-alive HTTP connections to the server: its memory per connection",
              ns=[9 * K], big_ns=[100 * K],  # 9,000: both ends in one process need 2N + 1,000 fds (a hard limit of 20,000 here)
-             skip={"caf": "CAF has no HTTP server", "erlang": "not written yet (inets httpd)"}),
+             skip={"caf": "CAF has no HTTP server"}),
     Workload("http_hello", "keep-alive GET / answered with 'hello, world', wrk -t2 -c64 for 10 s after a 2 s warm-up",
              driver="load.py", timeout_s=lambda n: 60, skip={"caf": "CAF has no HTTP server"}),
     Workload("restarts", "one_for_one supervisor restarting a worker that crashes at once",
