@@ -52,7 +52,8 @@
 // `g++ -std=c++20 -O2 bench/grove/poller_probe.cpp -o /tmp/pp -pthread && /tmp/pp 1000 2` on this
 // 2-vCPU VM, 3 runs: a look at the poller that finds nothing (epoll_wait, timeout 0) costs
 // 109-121 ns, which is what a busy worker pays every io_reap_rounds rounds (step 6); waking a
-// thread asleep in it and back costs 4.6-6.1 µs. 1,000 socketpairs bouncing a byte on 2 threads
+// thread asleep in it and back costs 4.6-6.1 µs (49 µs in reruns on 2026-12-01: this VM's wake-up
+// latency varies from day to day). 1,000 socketpairs bouncing a byte on 2 threads
 // that do nothing else: 0.47-0.83 M events/s through one shared epoll, 0.66-0.88 M with one epoll
 // per thread (1.04-1.56x). Kept: one instance, held by one idle worker at a time (tokio's driver,
 // Go's netpoller), because readiness must reach whichever worker is free: per-worker instances tie
@@ -60,6 +61,20 @@
 // timers. The probe's gap is the cost of two threads in one epoll_wait, which this design avoids
 // (one sleeper; reapers do not wait). Per-worker instances with stealing are the thing to try if
 // the HTTP benchmarks on many cores show the lock (golang/go#65064 reports it at dozens of cores).
+//
+// ## Readiness (epoll), not completions (io_uring): measured
+// The same probe, built with liburing where liburing-dev is installed (build/release/bench/grove/
+// poller_probe 1000 2, 3 rounds, 2026-12-01, Linux 6.18): the bounce by completions, one io_uring
+// per thread with a one-byte recv outstanding on every fd, a send queued as it completes and one
+// submit-and-wait per batch, handles 0.66-0.81 M completions/s against 0.89-0.98 M readiness events/s
+// for one epoll per thread (0.69-0.91x); on one thread with 100 pairs 0.87-1.06x. Looking at an
+// empty completion ring costs 5.3-5.6 ns against epoll_wait's 110 ns, but a busy worker looks only
+// every io_reap_rounds rounds, so that saving is small next to the syscalls io_uring does not save
+// here (socket IO of small messages: each recv still waits on the socket's readiness inside the
+// kernel). A completion design also needs a buffer per pending read (an idle connection would hold
+// one: bench/grove/idle_connections measures 2,265 B per connection without) and a cancel round trip
+// for a killed reader. Kept: readiness through epoll. io_uring is the thing to try for files
+// (blocking.cpp offloads them to threads today) and with registered buffers on newer kernels.
 #include <algorithm>
 
 #include "io.hpp"
