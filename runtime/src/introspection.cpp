@@ -6,10 +6,18 @@
 // message type (so its other messages are untouched), a foreign thread on a condition variable.
 #include <grove/introspection.hpp>
 
+#include <cxxabi.h>
+
+#include <algorithm>
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
+#include <unordered_map>
+
+#include <fmt/format.h>
 
 #include <grove/errc.hpp>
+#include <grove/logger.hpp>
 #include <grove/message.hpp>
 
 #include "introspection.hpp"
@@ -39,11 +47,54 @@ struct info_ready {
 
 namespace {
 
+std::string demangled(const char* mangled) {
+  int status = 0;
+  char* text = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string out = status == 0 && text ? text : mangled;
+  std::free(text);
+  return out;
+}
+
+}  // namespace
+
+std::vector<message_type_count> saved_types(const process* p, std::size_t top) {
+  std::unordered_map<const detail::message_type*, std::size_t> counts;
+  for (const message_node* n = p->saved.head(); n; n = saved_list::next_of(n)) ++counts[n->type];
+  std::vector<std::pair<const detail::message_type*, std::size_t>> by_count(counts.begin(), counts.end());
+  const std::size_t keep = std::min(top, by_count.size());
+  std::partial_sort(by_count.begin(), by_count.begin() + static_cast<std::ptrdiff_t>(keep), by_count.end(),
+                    [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<message_type_count> out;
+  for (std::size_t i = 0; i < keep; ++i) out.push_back({demangled(by_count[i].first->name()), by_count[i].second});
+  return out;
+}
+
+void report_unmatched_mail(process* p) noexcept {
+  try {
+    process_extra& ex = p->ensure_extra();
+    if (ex.unmatched_mail_reported) return;
+    ex.unmatched_mail_reported = true;
+    std::string types;
+    for (const auto& t : saved_types(p, 3)) types += fmt::format("{}{} x{}", types.empty() ? "" : ", ", t.type, t.count);
+    runtime_state* rt = current_runtime();
+    std::string name = rt && p->has_name.load(std::memory_order_acquire) ? rt->names.name_of(p->id()) : std::string();  // acquire: pairs with register
+    log(log_event{log_level::warning, log_kind::unmatched_mail, p->id(), name, {},
+                  fmt::format("grove: process {}{} has {} messages in its mailbox that no receive has matched "
+                              "(runtime_config::unmatched_mail_warning); most: {}",
+                              p->id(), name.empty() ? "" : " (" + name + ")", p->saved.size(), types)});
+  } catch (...) {
+    // Out of memory while reporting: the report is lost, the mail is not.
+  }
+}
+
+namespace {
+
 process_details details_of(process* p) {
   process_details d;
   d.pid = p->id();
   d.status = p->exiting ? process_status::exiting : process_status::running;
   d.mailbox_length = p->saved.size();
+  d.mailbox_types = saved_types(p, 5);
   runtime_state* rt = current_runtime();
   if (p->kind == process_kind::scheduled && rt) {
     char here;  // the live stack runs from this frame up to the slot's top

@@ -42,6 +42,7 @@ const char* to_string(log_kind kind) noexcept {
     case log_kind::out_of_memory: return "out_of_memory";
     case log_kind::supervisor: return "supervisor";
     case log_kind::service: return "service";
+    case log_kind::unmatched_mail: return "unmatched_mail";
   }
   return "unknown";
 }

@@ -61,6 +61,7 @@ struct process_extra {
   std::uint8_t exit_raises = 0;                         // owner: exit_unwinds thrown for that exit
   std::uint8_t exit_swallows = 0;                       // owner: times it was found swallowed (exit_protocol.cpp)
   bool exit_by_signal = false;                          // owner: an exit signal decided the exit
+  bool unmatched_mail_reported = false;                 // owner: report_unmatched_mail has logged it
   process_arena* arena = nullptr;                       // owner
   std::size_t max_heap_bytes = 0;                       // owner
 };

@@ -48,6 +48,7 @@
 #include <grove/runtime.hpp>
 
 #include "delivery.hpp"
+#include "introspection.hpp"
 #include "scheduler.hpp"
 #include "scoped_waiter.hpp"
 #include "timers.hpp"
@@ -196,6 +197,9 @@ runtime::runtime(runtime_config config) {
   if (!g_running.compare_exchange_strong(expected, st.get(), std::memory_order_acq_rel))
     throw error(errc::already_running);
   state_ = std::move(st);
+  // Before the workers start (their creation orders it for them); only this runtime is running.
+  unmatched_mail_threshold.store(static_cast<std::uint32_t>(std::min<std::size_t>(state_->config.unmatched_mail_warning, UINT32_MAX)),
+                                 std::memory_order_relaxed);
   state_->slots.install_overflow_reports(&describe_running_process);
   for (auto& w : state_->workers) w->start(state_);
 }

@@ -35,6 +35,15 @@ namespace {
 
 enum class effect { none, queued, dies };
 
+// Every message joins the saved queue here. Past runtime_config::unmatched_mail_warning the process
+// is reported, once: one relaxed load and one compare per message below it (the count is the
+// saved list's own).
+void keep(process* p, message_node* n) {
+  p->saved.append(n);
+  if (p->saved.size() == unmatched_mail_threshold.load(std::memory_order_relaxed)) [[unlikely]]
+    report_unmatched_mail(p);
+}
+
 // Acts on one signal (consumes it). An exit that ends the process is marked (mark_exiting), not
 // raised: the caller decides whether it may throw now.
 effect handle_signal(process* p, message_node* n) {
@@ -63,7 +72,7 @@ effect handle_signal(process* p, message_node* n) {
       d.node = local_node_name;
       p->extra->monitor_names.erase(it);
     }
-    p->saved.append(detail::make_node<down>(std::move(d)));
+    keep(p, detail::make_node<down>(std::move(d)));
     return effect::queued;
   }
   if (auto* s = signal_as<info_signal>(n)) {
@@ -72,7 +81,7 @@ effect handle_signal(process* p, message_node* n) {
   }
   if (auto* s = signal_as<alias_delivery>(n)) {
     if (p->exiting || !p->extra || p->extra->aliases.count(s->alias) == 0) return effect::none;  // inactive: dropped
-    p->saved.append(std::exchange(s->message, nullptr));
+    keep(p, std::exchange(s->message, nullptr));
     return effect::queued;
   }
   if (auto* s = signal_as<exit_signal_node>(n)) {
@@ -87,7 +96,7 @@ effect handle_signal(process* p, message_node* n) {
       if (!p->extra || p->extra->links.erase(s->from) == 0) return effect::none;  // unlinked meanwhile
     }
     if (p->trap_exit) {
-      p->saved.append(detail::make_node<exit_signal>(exit_signal{s->from, std::move(s->reason)}));
+      keep(p, detail::make_node<exit_signal>(exit_signal{s->from, std::move(s->reason)}));
       return effect::queued;
     }
     if (s->reason.is_normal()) {
@@ -115,7 +124,7 @@ drained drain_inbox(process* p, bool may_raise) {
     message_node* n = p->mail.pop();
     if (!n) return d;
     if (!n->type->is_signal) {
-      p->saved.append(n);
+      keep(p, n);
       d.queued = true;
       continue;
     }

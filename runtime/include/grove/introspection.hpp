@@ -20,10 +20,17 @@ namespace grove {
 
 enum class process_status { runnable, running, waiting, exiting };
 
+struct message_type_count {
+  std::string type;  // the C++ type, demangled ("std::__cxx11::basic_string<char, ...>" for std::string)
+  std::size_t count = 0;
+};
+
 struct process_details {
   grove::pid pid;
   process_status status = process_status::running;  // as seen by the process itself: running
-  std::size_t mailbox_length = 0;  // messages waiting (signals excluded)
+  std::size_t mailbox_length = 0;  // messages waiting (signals excluded): the saved queue, once what
+                                   // had arrived is taken in
+  std::vector<message_type_count> mailbox_types;  // the commonest types among them, most first (at most 5)
   std::size_t stack_bytes = 0;     // live execution stack at the moment it answered
   std::size_t arena_bytes = 0;     // held by its arena
   std::size_t max_heap_bytes = 0;  // its arena limit (0: none)

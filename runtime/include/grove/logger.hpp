@@ -33,6 +33,8 @@ enum class log_kind {
   out_of_memory,   // the runtime could not allocate and did something less than asked (the text says what)
   supervisor,      // a supervisor's report (grove/supervisor/crash_report.hpp), formatted
   service,         // a service library's report: an HTTP handler that threw, an accept that fails (grove::http)
+  unmatched_mail,  // a process's mailbox passed runtime_config::unmatched_mail_warning messages no
+                   // receive has matched (reported once per process; the text names the types)
 };
 
 // The name of the kind: "crash_report", ...

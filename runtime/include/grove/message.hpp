@@ -8,8 +8,22 @@
 //
 // receive takes the oldest message that some handler accepts, trying handlers in order, and runs
 // that handler with the message moved into it. Messages no handler accepts stay in the mailbox, in
-// order, for a later receive. Without `after` it waits until a message matches; after(0) polls. The
-// handlers must all return the same type R, and receive returns it.
+// order, for a later receive. Without `after` it waits until a message matches; after(0) polls; a
+// receive of an after clause alone waits for its timeout. receive returns the common type of the
+// clauses' results (std::common_type: int and long give long; void only with void).
+//
+// What matches what: a handler takes a message whose type is exactly its parameter's, without const
+// and reference; there are no conversions, so an int sent is never taken by a long handler. A send
+// sends its value's decayed type, except that a string literal or a C string (const char*, and the
+// wide ones) is sent as the std::basic_string it spells. Converted rather than refused: the sender
+// means the text (Erlang's "hello" is a value), every handler written for text takes std::string,
+// and the pointer would dangle once the sender's frame is gone (a parked process's stack is copied
+// out and its slot reused); the cost is the copy std::string("hello") makes anyway. A null C string
+// throws grove::error(errc::bad_argument). Refused at compile time (detail/message_checks.hpp): raw
+// object pointers, std::string_view, std::span and std::reference_wrapper, also as a type argument
+// of a pair, tuple, optional or container; grove::raw{p} sends one on purpose, and
+// grove::allow_borrowed_message<T> lets a type of yours through. Messages that pile up unmatched are
+// reported once (runtime_config::unmatched_mail_warning) and listed by process_info.
 //
 // Ordering: a send happens-before the receive that returns its message; from one sender to one
 // receiver, messages (and signals) arrive in the order sent. Nothing is ordered across senders.
@@ -23,6 +37,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <grove/detail/message_checks.hpp>
 #include <grove/detail/message_node.hpp>
 #include <grove/duration.hpp>
 #include <grove/errc.hpp>
@@ -63,33 +78,49 @@ struct matched {
 matched receive_node(match_fn match, void* matcher, std::int64_t timeout_ns);
 }  // namespace detail
 
+namespace detail {
+// The node a send of msg puts in the mailbox (message_checks.hpp: outgoing_t, the compile-time
+// refusals). Throws grove::error(errc::bad_argument) for a null C string.
+template <class T>
+message_node* make_message(T&& msg) {
+  using M = outgoing_t<T>;
+  if constexpr (!(std::is_move_constructible_v<M> && !is_borrowed<M>)) {
+    (void)check_sendable<M>();  // one static_assert says which rule
+    return nullptr;
+  } else if constexpr (is_c_string<T>) {
+    if constexpr (std::is_pointer_v<std::remove_reference_t<T>>) {  // an array is never null
+      if (msg == nullptr) throw error(errc::bad_argument, "grove::send: a null C string");
+    }
+    return make_node<M>(msg);
+  } else {
+    return make_node<M>(std::forward<T>(msg));
+  }
+}
+}  // namespace detail
+
 // Sends `msg` to `to`. Never blocks, never throws for a dead target. Thread-safe.
 template <class T>
 void send(pid to, T&& msg) {
-  using msg_t = std::decay_t<T>;
-  static_assert(std::is_move_constructible_v<msg_t>, "messages must be movable");
-  detail::send_node(to, detail::make_node<msg_t>(std::forward<T>(msg)));
+  detail::send_node(to, detail::make_message(std::forward<T>(msg)));
 }
 
 // Sends to an alias: delivered to its owner if the alias is still active when the owner takes it
 // in, dropped otherwise. Never blocks, never throws for a dead or inactive target.
 template <class T>
 void send(const alias& to, T&& msg) {
-  using msg_t = std::decay_t<T>;
-  detail::send_node_to_alias(to, detail::make_node<msg_t>(std::forward<T>(msg)));
+  detail::send_node_to_alias(to, detail::make_message(std::forward<T>(msg)));
 }
 
 // Sends to the process registered as `name`; throws grove::error(errc::no_such_name) if none is
 // (Erlang's badarg).
 template <class T>
 void send(std::string_view name, T&& msg) {
-  if (!detail::send_node_to_name(name, detail::make_node<std::decay_t<T>>(std::forward<T>(msg))))
-    throw error(errc::no_such_name);
+  if (!detail::send_node_to_name(name, detail::make_message(std::forward<T>(msg)))) throw error(errc::no_such_name);
 }
 // As send by name, but returns false instead of throwing.
 template <class T>
 bool try_send(std::string_view name, T&& msg) {
-  return detail::send_node_to_name(name, detail::make_node<std::decay_t<T>>(std::forward<T>(msg)));
+  return detail::send_node_to_name(name, detail::make_message(std::forward<T>(msg)));
 }
 
 // Matches any message; holds it until destroyed. Use it last, as Erlang's `_ ->` clause.
@@ -120,36 +151,6 @@ class any_message {
 };
 
 namespace detail {
-template <class F>
-struct callable_traits : callable_traits<decltype(&std::decay_t<F>::operator())> {};
-template <class R, class A>
-struct callable_traits<R (*)(A)> {
-  using arg = A;
-  using ret = R;
-};
-template <class R, class A>
-struct callable_traits<R (*)(A) noexcept> : callable_traits<R (*)(A)> {};
-template <class C, class R, class A>
-struct callable_traits<R (C::*)(A) const> : callable_traits<R (*)(A)> {};
-template <class C, class R, class A>
-struct callable_traits<R (C::*)(A)> : callable_traits<R (*)(A)> {};
-template <class C, class R, class A>
-struct callable_traits<R (C::*)(A) const noexcept> : callable_traits<R (*)(A)> {};
-template <class C, class R, class A>
-struct callable_traits<R (C::*)(A) noexcept> : callable_traits<R (*)(A)> {};
-template <class C, class R>
-struct callable_traits<R (C::*)() const> {
-  using ret = R;
-};
-template <class C, class R>
-struct callable_traits<R (C::*)()> {
-  using ret = R;
-};
-template <class C, class R>
-struct callable_traits<R (C::*)() const noexcept> : callable_traits<R (C::*)() const> {};
-template <class C, class R>
-struct callable_traits<R (C::*)() noexcept> : callable_traits<R (C::*)()> {};
-
 template <class G, class F>
 struct guarded {
   G guard;
@@ -163,23 +164,18 @@ struct after_clause {
 
 template <class H>
 struct handler_traits {
-  using message = std::remove_cvref_t<typename callable_traits<H>::arg>;
-  using ret = typename callable_traits<H>::ret;
+  using message = std::remove_cvref_t<typename callable_shape<H>::first>;
+  using ret = typename callable_shape<H>::ret;
   static bool guard(H&, const message&) { return true; }
   static H& fn(H& h) { return h; }
 };
 template <class G, class F>
 struct handler_traits<guarded<G, F>> {
-  using message = std::remove_cvref_t<typename callable_traits<F>::arg>;
-  using ret = typename callable_traits<F>::ret;
+  using message = std::remove_cvref_t<typename callable_shape<F>::first>;
+  using ret = typename callable_shape<F>::ret;
   static bool guard(guarded<G, F>& h, const message& m) { return static_cast<bool>(h.guard(m)); }
   static F& fn(guarded<G, F>& h) { return h.handler; }
 };
-
-template <class T>
-inline constexpr bool is_after = false;
-template <class F>
-inline constexpr bool is_after<after_clause<F>> = true;
 
 template <class Handlers, class Seq>
 struct matcher;
@@ -237,12 +233,8 @@ R dispatch(Handlers& hs, matched m, std::index_sequence<I...>) {
 }
 
 template <class Handlers, std::size_t... I>
-auto receive_with(Handlers& hs, std::int64_t timeout_ns, std::index_sequence<I...>) {
-  using R = std::common_type_t<typename handler_traits<std::remove_reference_t<std::tuple_element_t<I, Handlers>>>::ret...>;
-  static_assert((std::is_same_v<R, typename handler_traits<std::remove_reference_t<std::tuple_element_t<I, Handlers>>>::ret> && ...),
-                "every receive handler must return the same type");
-  matched m = receive_node(&matcher<Handlers, std::index_sequence<I...>>::match, &hs, timeout_ns);
-  return std::pair<R*, matched>{nullptr, m};
+matched receive_with(Handlers& hs, std::int64_t timeout_ns, std::index_sequence<I...>) {
+  return receive_node(&matcher<Handlers, std::index_sequence<I...>>::match, &hs, timeout_ns);
 }
 }  // namespace detail
 
@@ -264,35 +256,49 @@ auto after(std::chrono::duration<Rep, Period> timeout) {
   return after(timeout, [] {});
 }
 
-// See the file comment. Call from a process or a scoped_process.
+// See the file comment. Call from a process or a scoped_process. A misuse stops at one
+// static_assert that names it (detail/message_checks.hpp): a generic, argument-less or
+// multi-argument handler, a non-callable, a bad guard, an after clause not last, results with no
+// common type.
 template <class... H>
 auto receive(H&&... handlers) {
   constexpr std::size_t n = sizeof...(H);
-  static_assert(n > 0, "receive needs at least one handler");
-  constexpr bool has_after = (detail::is_after<std::decay_t<H>> || ...);
-  auto all = std::forward_as_tuple(handlers...);
-  if constexpr (has_after) {
-    static_assert(detail::is_after<std::decay_t<std::tuple_element_t<n - 1, std::tuple<H...>>>>,
-                  "after(...) must be the last clause of receive, and appear once");
-    auto message_handlers = [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return std::tie(std::get<I>(all)...);
-    }(std::make_index_sequence<n - 1>{});
-    auto& timeout = std::get<n - 1>(all);
-    using handlers_t = decltype(message_handlers);
-    using seq = std::make_index_sequence<n - 1>;
-    using R = decltype(timeout.handler());
-    auto [unused, m] = detail::receive_with(message_handlers, timeout.timeout_ns, seq{});
-    (void)unused;
-    if (!m.node) return timeout.handler();
-    static_assert(std::is_same_v<R, std::remove_pointer_t<decltype(unused)>>,
-                  "the after handler must return the same type as the message handlers");
-    return detail::dispatch<R, handlers_t>(message_handlers, m, seq{});
+  constexpr auto problem = detail::first_problem<std::decay_t<H>...>();
+  if constexpr (n == 0) {
+    static_assert(n > 0, "grove::receive needs at least one clause");
+    return;
+  } else if constexpr (problem != detail::clause_problem::none) {
+    (void)detail::report_clause_problem<problem>();
+    return;
+  } else if constexpr (!detail::results_check<typename detail::clause_result<std::decay_t<H>>::type...>::ok) {
+    (void)detail::results_check<typename detail::clause_result<std::decay_t<H>>::type...>::report();
+    return;
   } else {
-    using handlers_t = decltype(all);
-    using seq = std::make_index_sequence<n>;
-    auto [unused, m] = detail::receive_with(all, detail::wait_forever, seq{});
-    using R = std::remove_pointer_t<decltype(unused)>;
-    return detail::dispatch<R, handlers_t>(all, m, seq{});
+    using R = typename detail::results_check<typename detail::clause_result<std::decay_t<H>>::type...>::type;
+    auto all = std::forward_as_tuple(handlers...);
+    if constexpr (detail::is_after<std::decay_t<std::tuple_element_t<n - 1, std::tuple<H...>>>>) {
+      auto message_handlers = [&]<std::size_t... I>(std::index_sequence<I...>) {
+        return std::tie(std::get<I>(all)...);
+      }(std::make_index_sequence<n - 1>{});
+      auto& timeout = std::get<n - 1>(all);
+      using handlers_t = decltype(message_handlers);
+      using seq = std::make_index_sequence<n - 1>;
+      detail::matched m = detail::receive_with(message_handlers, timeout.timeout_ns, seq{});
+      if (!m.node) {
+        if constexpr (std::is_void_v<R>) {
+          timeout.handler();
+          return;
+        } else {
+          return static_cast<R>(timeout.handler());
+        }
+      }
+      return detail::dispatch<R, handlers_t>(message_handlers, m, seq{});
+    } else {
+      using handlers_t = decltype(all);
+      using seq = std::make_index_sequence<n>;
+      detail::matched m = detail::receive_with(all, detail::wait_forever, seq{});
+      return detail::dispatch<R, handlers_t>(all, m, seq{});
+    }
   }
 }
 

@@ -37,6 +37,12 @@ struct runtime_config {
   // Threads that run run_blocking's calls (grove/blocking.hpp), made as calls need them; more calls
   // at once wait for a free one. BEAM has 10 dirty IO schedulers, tokio up to 512 blocking threads.
   unsigned blocking_threads = 64;
+  // A process whose mailbox holds this many messages it has taken in but no receive has matched
+  // (the saved queue: grove/message.hpp) is reported once through the logger (log_kind::
+  // unmatched_mail), with the types piling up; process_info shows the same. 0: never. The default
+  // is far above what any workload in bench/ queues (a receiver that keeps up holds at most one
+  // inbox batch, 256, in its saved queue).
+  std::size_t unmatched_mail_warning = 10'000;
 };
 
 // What stop() found: how the processes alive at the time ended, and what it had to leave behind.

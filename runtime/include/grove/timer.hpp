@@ -11,7 +11,7 @@
 #include <type_traits>
 #include <utility>
 
-#include <grove/detail/message_node.hpp>
+#include <grove/message.hpp>
 #include <grove/duration.hpp>
 #include <grove/pid.hpp>
 
@@ -43,7 +43,7 @@ timer_ref send_after_node(pid to, message_node* n, std::int64_t delay_ns);  // c
 // grove::error(errc::not_running) without a runtime.
 template <class T, class Rep, class Period>
 timer_ref send_after(pid to, T&& msg, std::chrono::duration<Rep, Period> delay) {
-  return detail::send_after_node(to, detail::make_node<std::decay_t<T>>(std::forward<T>(msg)), detail::timeout_ns(delay));
+  return detail::send_after_node(to, detail::make_message(std::forward<T>(msg)), detail::timeout_ns(delay));
 }
 
 // Cancels the timer: true if it had not fired (its message is destroyed undelivered), false if it

@@ -1,0 +1,28 @@
+# check.cmake -DBUILD_DIR=... -DTARGET=... -DSOURCE=...: TARGET_ok must build; TARGET must fail with
+# exactly one "error:" whose text matches every "// expect: REGEX" line of SOURCE.
+file(STRINGS ${SOURCE} expects REGEX "^// expect: ")
+if(NOT expects)
+  message(FATAL_ERROR "${SOURCE} has no '// expect: REGEX' line")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --target ${TARGET}_ok
+                RESULT_VARIABLE ok_rc OUTPUT_VARIABLE ok_out ERROR_VARIABLE ok_out)
+if(NOT ok_rc EQUAL 0)
+  message(FATAL_ERROR "the fixed version (GROVE_EXPECT_OK) does not compile:\n${ok_out}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --target ${TARGET}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+if(rc EQUAL 0)
+  message(FATAL_ERROR "${SOURCE} compiled; it must not:\n${out}")
+endif()
+string(REGEX MATCHALL "error:" errors "${out}")
+list(LENGTH errors count)
+if(NOT count EQUAL 1)
+  message(FATAL_ERROR "expected exactly one error, the compiler gave ${count}:\n${out}")
+endif()
+foreach(line IN LISTS expects)
+  string(REGEX REPLACE "^// expect: " "" pattern "${line}")
+  if(NOT out MATCHES "${pattern}")
+    message(FATAL_ERROR "the error does not say \"${pattern}\":\n${out}")
+  endif()
+endforeach()
+message(STATUS "refused with one error, as expected")
