@@ -46,7 +46,7 @@ void* process_arena::counting_upstream::do_allocate(std::size_t bytes, std::size
 }
 
 void process_arena::counting_upstream::do_deallocate(void* p, std::size_t bytes, std::size_t align) {
-  ::operator delete(p, bytes, std::align_val_t(align));
+  ::operator delete(p, std::align_val_t(align));  // unsized: clang 14 has sized deallocation off by default
   held -= bytes;
 }
 

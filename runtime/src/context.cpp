@@ -10,7 +10,7 @@
 
 #include "sanitizers.hpp"
 
-extern "C" void* __cxa_get_globals() noexcept;  // Itanium C++ ABI; returns the thread's __cxa_eh_globals
+#include <cxxabi.h>  // __cxa_get_globals (Itanium C++ ABI): the thread's __cxa_eh_globals
 
 namespace grove::internal {
 
@@ -43,7 +43,7 @@ void* make_context(void* stack_top, std::size_t size, entry_fn entry) noexcept {
   return bc::make_fcontext(stack_top, size, &trampoline);
 }
 
-eh_globals* thread_eh_globals() noexcept { return static_cast<eh_globals*>(__cxa_get_globals()); }
+eh_globals* thread_eh_globals() noexcept { return reinterpret_cast<eh_globals*>(abi::__cxa_get_globals()); }
 
 transfer switch_to(context& self, context& target, stack_bounds target_stack, eh_globals* live, void* data) noexcept {
   hand_over_eh(live, &self.eh, target.eh);

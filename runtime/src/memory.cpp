@@ -1,6 +1,8 @@
 // memory.cpp: see memory.hpp.
 #include "memory.hpp"
 
+#include <grove/detail/message_node.hpp>  // declares allocate_node and free_node: their visibility
+
 #include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>

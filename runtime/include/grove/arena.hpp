@@ -11,6 +11,9 @@
 #include <cstddef>
 #include <memory_resource>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove {
 
 // The calling process's arena (created on first use). Throws grove::error(errc::not_in_process)
@@ -20,3 +23,5 @@ std::pmr::memory_resource& arena();
 std::size_t arena_bytes() noexcept;
 
 }  // namespace grove
+
+GROVE_PUBLIC_END

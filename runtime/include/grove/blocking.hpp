@@ -24,6 +24,9 @@
 #include <type_traits>
 #include <utility>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove {
 
 namespace detail {
@@ -68,3 +71,5 @@ std::invoke_result_t<F&> run_blocking(F&& fn) {
 }
 
 }  // namespace grove
+
+GROVE_PUBLIC_END

@@ -19,6 +19,9 @@
 #include <limits>
 #include <ratio>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove {
 
 // A wait that never ends.
@@ -63,3 +66,5 @@ constexpr bool is_forever(std::chrono::duration<Rep, Period> d) noexcept {
 }
 
 }  // namespace grove
+
+GROVE_PUBLIC_END

@@ -9,6 +9,9 @@
 #include <utility>
 #include <variant>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove {
 
 enum class errc {
@@ -79,3 +82,5 @@ class result {
 
 template <>
 struct std::is_error_code_enum<grove::errc> : std::true_type {};
+
+GROVE_PUBLIC_END

@@ -17,7 +17,10 @@
 #include <string>
 #include <string_view>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
+
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
 
 namespace grove {
 
@@ -99,3 +102,5 @@ struct fmt::formatter<grove::exit_reason> : fmt::formatter<fmt::string_view> {
     return fmt::formatter<fmt::string_view>::format(r.to_string(), ctx);
   }
 };
+
+GROVE_PUBLIC_END

@@ -32,6 +32,9 @@
 
 #include <grove/errc.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove {
 
 class file {
@@ -84,3 +87,5 @@ class file {
 };
 
 }  // namespace grove
+
+GROVE_PUBLIC_END

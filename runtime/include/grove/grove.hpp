@@ -29,3 +29,8 @@
 #include <grove/runtime.hpp>
 #include <grove/scoped_process.hpp>
 #include <grove/timer.hpp>
+
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
+GROVE_PUBLIC_END

@@ -16,6 +16,9 @@
 #include <grove/link.hpp>
 #include <grove/pid.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove {
 
 enum class process_status { runnable, running, waiting, exiting };
@@ -88,3 +91,5 @@ struct resource_usage {
 resource_usage resources_in_use() noexcept;
 
 }  // namespace grove
+
+GROVE_PUBLIC_END

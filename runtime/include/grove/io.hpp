@@ -32,6 +32,9 @@
 
 #include <grove/duration.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove::io {
 
 namespace detail {
@@ -61,3 +64,5 @@ inline std::error_code wait_writable(int fd, std::chrono::steady_clock::time_poi
 }
 
 }  // namespace grove::io
+
+GROVE_PUBLIC_END

@@ -18,10 +18,13 @@
 #include <string>
 #include <string_view>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <grove/exit_reason.hpp>
 #include <grove/pid.hpp>
+
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
 
 namespace grove {
 
@@ -90,3 +93,5 @@ struct fmt::formatter<grove::monitor_ref> : fmt::formatter<fmt::string_view> {
     return fmt::format_to(ctx.out(), "#Ref<{}>", r.id);
   }
 };
+
+GROVE_PUBLIC_END

@@ -19,6 +19,9 @@
 #include <grove/exit_reason.hpp>
 #include <grove/pid.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove {
 
 enum class log_level { error, warning, info };
@@ -61,3 +64,5 @@ void reset_logger();
 void log(const log_event& event) noexcept;
 
 }  // namespace grove
+
+GROVE_PUBLIC_END

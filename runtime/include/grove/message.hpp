@@ -43,6 +43,9 @@
 #include <grove/errc.hpp>
 #include <grove/pid.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove {
 
 // An alias: a name under which a process receives messages only while the alias is active (OTP 24's
@@ -303,3 +306,5 @@ auto receive(H&&... handlers) {
 }
 
 }  // namespace grove
+
+GROVE_PUBLIC_END

@@ -44,6 +44,9 @@
 #include <grove/duration.hpp>
 #include <grove/errc.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove::net {
 
 // When a blocking socket operation gives up: a duration from now, a time point, or never.
@@ -196,3 +199,5 @@ result<std::vector<address>> resolve(std::string_view host, std::uint16_t port, 
 const std::error_category& resolve_category() noexcept;
 
 }  // namespace grove::net
+
+GROVE_PUBLIC_END

@@ -11,7 +11,10 @@
 #include <functional>
 #include <ostream>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
+
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
 
 namespace grove {
 
@@ -59,3 +62,5 @@ struct fmt::formatter<grove::pid> : fmt::formatter<fmt::string_view> {
     return fmt::format_to(ctx.out(), "<0.{}.{}>", p.index(), p.serial());
   }
 };
+
+GROVE_PUBLIC_END

@@ -27,6 +27,9 @@
 #include <grove/link.hpp>
 #include <grove/pid.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove {
 
 struct spawn_options {
@@ -194,3 +197,5 @@ void sleep_until(std::chrono::time_point<Clock, Duration> t) {
 }
 
 }  // namespace grove
+
+GROVE_PUBLIC_END

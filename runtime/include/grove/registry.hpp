@@ -12,6 +12,9 @@
 
 #include <grove/pid.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove {
 
 // Registers `p` under `name`. Throws grove::error: errc::name_taken if a live process holds the name,
@@ -28,3 +31,5 @@ pid whereis(std::string_view name) noexcept;
 std::vector<std::string> registered();
 
 }  // namespace grove
+
+GROVE_PUBLIC_END

@@ -15,6 +15,9 @@
 
 #include <grove/pid.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove {
 
 struct runtime_config {
@@ -87,10 +90,12 @@ class runtime {
   bool is_running() const noexcept;
   const runtime_config& config() const noexcept;
 
-  struct state;  // internal
+  struct GROVE_INTERNAL state;  // internal
 
  private:
   std::shared_ptr<state> state_;
 };
 
 }  // namespace grove
+
+GROVE_PUBLIC_END

@@ -14,6 +14,9 @@
 #include <grove/exit_reason.hpp>
 #include <grove/pid.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove {
 
 class scoped_process {
@@ -37,3 +40,5 @@ class scoped_process {
 };
 
 }  // namespace grove
+
+GROVE_PUBLIC_END

@@ -15,6 +15,9 @@
 #include <grove/duration.hpp>
 #include <grove/pid.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove {
 
 namespace detail {
@@ -51,3 +54,5 @@ timer_ref send_after(pid to, T&& msg, std::chrono::duration<Rep, Period> delay) 
 bool cancel_timer(const timer_ref& timer) noexcept;
 
 }  // namespace grove
+
+GROVE_PUBLIC_END

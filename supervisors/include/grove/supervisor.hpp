@@ -37,6 +37,9 @@
 #include <system_error>
 #include <vector>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove::supervisor {
 
 enum class strategy {
@@ -155,3 +158,5 @@ result<child_counts> count_children(pid sup, std::chrono::milliseconds timeout =
 std::error_code stop(pid sup, exit_reason reason = exit_reason::normal(), std::chrono::milliseconds timeout = infinity);
 
 }  // namespace grove::supervisor
+
+GROVE_PUBLIC_END

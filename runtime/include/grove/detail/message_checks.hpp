@@ -21,6 +21,9 @@
 #include <string_view>
 #include <type_traits>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove {
 
 // Says "I own the lifetime": a pointer (or a view) sent on purpose, for memory that outlives every
@@ -340,3 +343,5 @@ constexpr bool report_clause_problem() {
 
 }  // namespace detail
 }  // namespace grove
+
+GROVE_PUBLIC_END

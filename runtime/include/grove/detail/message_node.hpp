@@ -14,6 +14,9 @@
 #include <typeinfo>
 #include <utility>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove::detail {
 
 struct message_node;
@@ -86,3 +89,5 @@ struct node_owner {
 };
 
 }  // namespace grove::detail
+
+GROVE_PUBLIC_END

@@ -29,6 +29,9 @@
 #include <system_error>
 #include <utility>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove::supervisor {
 
 // When a child that exited is restarted (OTP's restart types).
@@ -160,3 +163,5 @@ child_spec worker_with(std::string id, F fn, restart_type restart = restart_type
 }
 
 }  // namespace grove::supervisor
+
+GROVE_PUBLIC_END

@@ -20,6 +20,9 @@
 #include <grove/pid.hpp>
 #include <string>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove::supervisor {
 
 enum class report_kind {
@@ -65,3 +68,5 @@ void set_logger(logger l);
 void reset_logger();
 
 }  // namespace grove::supervisor
+
+GROVE_PUBLIC_END

@@ -14,6 +14,9 @@
 #include <system_error>
 #include <type_traits>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove::supervisor {
 
 enum class errc {
@@ -81,3 +84,5 @@ namespace grove::supervisor {
 // What start_link (try_), start_child and restart_child return.
 using start_result = grove::result<grove::pid, start_error>;
 }  // namespace grove::supervisor
+
+GROVE_PUBLIC_END

@@ -21,6 +21,9 @@
 #include <cstdint>
 #include <vector>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove::supervisor {
 
 class restart_intensity {
@@ -52,3 +55,5 @@ class restart_intensity {
 };
 
 }  // namespace grove::supervisor
+
+GROVE_PUBLIC_END

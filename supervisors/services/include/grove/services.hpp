@@ -23,4 +23,9 @@
 
 #if __has_include(<grove/supervisor.hpp>)
 #include <grove/services/child_spec.hpp>
+
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
 #endif
+
+GROVE_PUBLIC_END

@@ -43,6 +43,9 @@
 
 #include <grove/http/message.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove::http {
 
 struct client_options {
@@ -96,7 +99,7 @@ class client {
   // Idle connections now pooled for host:port (for tests and dashboards).
   std::size_t idle_connections(std::string_view host_port) const;
 
-  struct shared;  // pools and counters (client.cpp)
+  struct GROVE_INTERNAL shared;  // pools and counters (client.cpp)
 
  private:
   services::outcome<response> send_with(std::string_view url, request req, const services::deadline& d,
@@ -105,3 +108,5 @@ class client {
 };
 
 }  // namespace grove::http
+
+GROVE_PUBLIC_END

@@ -15,6 +15,9 @@
 #include <system_error>
 #include <vector>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove::http {
 
 struct header {
@@ -84,3 +87,5 @@ inline std::error_code make_error_code(errc e) noexcept { return {static_cast<in
 
 template <>
 struct std::is_error_code_enum<grove::http::errc> : std::true_type {};
+
+GROVE_PUBLIC_END

@@ -49,6 +49,9 @@
 
 #include <grove/http/message.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove::supervisor {
 struct child_spec;
 }
@@ -110,7 +113,7 @@ class server {
   // scoped_process.
   bool stop(std::chrono::milliseconds drain = std::chrono::seconds(5));
 
-  struct shared;  // the server's state, shared by its processes (server.cpp)
+  struct GROVE_INTERNAL shared;  // the server's state, shared by its processes (server.cpp)
 
  private:
   static result<server> start_impl(server_options options, handler h, bool link);
@@ -125,3 +128,5 @@ class server {
 supervisor::child_spec server_child(std::string id, server_options options, handler h);
 
 }  // namespace grove::http
+
+GROVE_PUBLIC_END

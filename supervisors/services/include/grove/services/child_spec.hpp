@@ -22,6 +22,9 @@
 #include <grove/services/pool.hpp>
 #include <grove/services/server.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove::services {
 
 namespace detail {
@@ -60,3 +63,5 @@ inline supervisor::child_spec pool_child(std::string id, pool_options options) {
 }
 
 }  // namespace grove::services
+
+GROVE_PUBLIC_END

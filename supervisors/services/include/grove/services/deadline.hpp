@@ -17,6 +17,9 @@
 
 #include <grove/duration.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove::services {
 
 class deadline {
@@ -66,3 +69,5 @@ class deadline {
 };
 
 }  // namespace grove::services
+
+GROVE_PUBLIC_END

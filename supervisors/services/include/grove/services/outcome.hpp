@@ -29,6 +29,9 @@
 #include <grove/errc.hpp>
 #include <grove/exit_reason.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove::services {
 
 // Besides these: grove::errc::timeout (a call's timeout passed without a reply: OTP's timeout),
@@ -151,3 +154,5 @@ class [[nodiscard]] outcome<void> {
 };
 
 }  // namespace grove::services
+
+GROVE_PUBLIC_END

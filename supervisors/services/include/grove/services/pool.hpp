@@ -49,6 +49,9 @@
 #include <grove/services/outcome.hpp>
 #include <grove/services/server.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove::services {
 
 struct pool_options {
@@ -215,3 +218,5 @@ auto pool::run(const deadline& d, F fn) const -> outcome<detail::value_t<detail:
 }
 
 }  // namespace grove::services
+
+GROVE_PUBLIC_END

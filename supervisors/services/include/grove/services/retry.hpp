@@ -37,6 +37,9 @@
 #include <grove/services/detail/common.hpp>
 #include <grove/services/outcome.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove::services {
 
 // Counters (relaxed atomics: each is a tally; a snapshot may mix moments).
@@ -112,3 +115,5 @@ auto retry(const retry_policy& policy, const deadline& d, F attempt) -> outcome<
 }
 
 }  // namespace grove::services
+
+GROVE_PUBLIC_END

@@ -36,6 +36,9 @@
 
 #include <grove/services/outcome.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove::services {
 
 enum class routing { round_robin, least_busy, consistent_hash };
@@ -96,3 +99,5 @@ class router {
 };
 
 }  // namespace grove::services
+
+GROVE_PUBLIC_END

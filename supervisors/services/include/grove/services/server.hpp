@@ -67,6 +67,9 @@
 #include <grove/services/detail/server.hpp>
 #include <grove/services/outcome.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove::services {
 
 // OTP's default call timeout.
@@ -316,3 +319,5 @@ outcome<void> stop(const server_ref<B>& server, exit_reason reason = exit_reason
 }
 
 }  // namespace grove::services
+
+GROVE_PUBLIC_END

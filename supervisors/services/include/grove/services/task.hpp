@@ -46,6 +46,9 @@
 #include <grove/services/detail/task.hpp>
 #include <grove/services/outcome.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove::services {
 
 inline constexpr std::chrono::milliseconds default_await_timeout{5000};  // Elixir's Task.await
@@ -320,3 +323,5 @@ auto async_stream(std::vector<In> inputs, F fn, stream_options options = {})
 }
 
 }  // namespace grove::services
+
+GROVE_PUBLIC_END

@@ -26,6 +26,9 @@
 #include <grove/services/deadline.hpp>
 #include <grove/services/outcome.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove::services::detail {
 
 struct unit {};
@@ -144,3 +147,5 @@ struct reply_msg {
 };
 
 }  // namespace grove::services::detail
+
+GROVE_PUBLIC_END

@@ -26,6 +26,9 @@
 #include <grove/services/detail/common.hpp>
 #include <grove/services/outcome.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove::services {
 
 class call_info;
@@ -200,3 +203,5 @@ outcome<void> stop_server(grove::pid target, exit_reason reason, const deadline&
 
 }  // namespace detail
 }  // namespace grove::services
+
+GROVE_PUBLIC_END

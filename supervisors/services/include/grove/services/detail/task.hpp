@@ -16,6 +16,9 @@
 #include <grove/services/detail/common.hpp>
 #include <grove/services/outcome.hpp>
 
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
 namespace grove::services::detail {
 
 // One launched task, as its owner sees it.
@@ -71,3 +74,5 @@ task_core launch(F&& fn) {
 }
 
 }  // namespace grove::services::detail
+
+GROVE_PUBLIC_END
