@@ -35,6 +35,7 @@ function(grove_add_library export_name)
     set_target_properties(${target} PROPERTIES
       VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
       CXX_VISIBILITY_PRESET hidden C_VISIBILITY_PRESET hidden)
+    target_compile_definitions(${target} PRIVATE GROVE_BUILDING_SHARED)
   endif()
   if(GROVE_INSTALL)
     include(GNUInstallDirs)

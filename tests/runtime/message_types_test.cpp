@@ -40,6 +40,9 @@ TEST_CASE("a string literal, a C string and a wide literal arrive as the std::st
   grove::register_name("literal_test", self);
   grove::send("literal_test", "by name");
   CHECK(text() == "by name");
+  const char unterminated[3] = {'a', 'b', 'c'};  // a buffer with no terminator: never read past its end
+  grove::send(self, unterminated);
+  CHECK(text() == "abc");
   const grove::alias a = grove::make_alias();
   grove::send(a, "by alias");
   CHECK(text() == "by alias");

@@ -91,10 +91,17 @@ message_node* make_message(T&& msg) {
     (void)check_sendable<M>();  // one static_assert says which rule
     return nullptr;
   } else if constexpr (is_c_string<T>) {
-    if constexpr (std::is_pointer_v<std::remove_reference_t<T>>) {  // an array is never null
+    using A = std::remove_reference_t<T>;
+    if constexpr (std::is_array_v<A>) {
+      // Up to the first terminator, and never past the array: a char buffer need not hold one.
+      using C = std::remove_const_t<std::remove_extent_t<A>>;
+      constexpr std::size_t n = std::extent_v<A>;
+      const C* end = std::char_traits<C>::find(msg, n, C());
+      return make_node<M>(msg, end ? static_cast<std::size_t>(end - msg) : n);
+    } else {
       if (msg == nullptr) throw error(errc::bad_argument, "grove::send: a null C string");
+      return make_node<M>(msg);
     }
-    return make_node<M>(msg);
   } else {
     return make_node<M>(std::forward<T>(msg));
   }
@@ -185,8 +192,8 @@ struct matcher;
 template <class Handlers, std::size_t... I>
 struct matcher<Handlers, std::index_sequence<I...>> {
   // The index of the first handler that accepts n, or -1.
-  static int match(void* p, const message_node* n) {
-    auto& hs = *static_cast<Handlers*>(p);
+  static int match(void* p, [[maybe_unused]] const message_node* n) {  // unused with no handler (after alone)
+    [[maybe_unused]] auto& hs = *static_cast<Handlers*>(p);
     int found = -1;
     (void)((accepts<I>(hs, n) ? (found = static_cast<int>(I), true) : false) || ...);
     return found;

@@ -14,5 +14,11 @@
 #define GROVE_PUBLIC_END _Pragma("GCC visibility pop")
 
 // On a public class's nested type that only the library defines and uses (runtime::state): kept
-// inside a shared library although its enclosing class is exported.
+// inside a shared library although its enclosing class is exported. Only while building one
+// (cmake/grove_add_library.cmake defines GROVE_BUILDING_SHARED): elsewhere the internal types that
+// hold it are not hidden, and GCC would warn about each of them.
+#ifdef GROVE_BUILDING_SHARED
 #define GROVE_INTERNAL __attribute__((visibility("hidden")))
+#else
+#define GROVE_INTERNAL
+#endif
