@@ -112,11 +112,13 @@ process* process_table::acquire(pid id) noexcept {
   std::uint32_t index = id.index();
   if (id.is_null() || index >= constructed_.load(std::memory_order_acquire)) return nullptr;
   process* p = base_ + index;
-  std::uint32_t r = p->refs.load(std::memory_order_relaxed);
+  // acquire: a zero here (the process is gone and finalized) pairs with the last release's acq_rel
+  // fetch_sub, so a caller told "not alive" sees everything the process did before it exited
+  std::uint32_t r = p->refs.load(std::memory_order_acquire);
   do {
     if (r == 0) return nullptr;
     // acquire: pairs with allocate()'s release of refs, so the pid we read next is this incarnation's
-  } while (!p->refs.compare_exchange_weak(r, r + 1, std::memory_order_acquire, std::memory_order_relaxed));
+  } while (!p->refs.compare_exchange_weak(r, r + 1, std::memory_order_acquire, std::memory_order_acquire));  // failure: as the load above
   if (p->pid_bits.load(std::memory_order_relaxed) != id.bits()) {
     release(p, -1);
     return nullptr;
