@@ -91,7 +91,8 @@ void bounce(int fd) {
   if (read(fd, &c, 1) == 1) (void)!write(fd, &c, 1);
 }
 
-double run_bounce(int pairs, int threads, bool shared) {
+// `pairs` connected non-blocking Unix socket pairs: fds[2i] and fds[2i + 1] are the two ends of pair i.
+std::vector<int> socket_pairs(int pairs) {
   std::vector<int> fds;
   for (int i = 0; i < pairs; ++i) {
     int sv[2];
@@ -99,6 +100,11 @@ double run_bounce(int pairs, int threads, bool shared) {
     fds.push_back(sv[0]);
     fds.push_back(sv[1]);
   }
+  return fds;
+}
+
+double run_bounce(int pairs, int threads, bool shared) {
+  std::vector<int> fds = socket_pairs(pairs);
   std::vector<int> eps(shared ? 1 : threads);
   for (int& ep : eps) ep = epoll_create1(EPOLL_CLOEXEC);
   for (int i = 0; i < pairs; ++i) {
@@ -154,13 +160,7 @@ void uring_reap_cost() {
 // (c): each thread owns the pairs i with i % threads == t and a ring for them. user_data is
 // 2 * fd index + (0 for a recv, 1 for a send).
 double run_bounce_uring(int pairs, int threads) {
-  std::vector<int> fds;
-  for (int i = 0; i < pairs; ++i) {
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0) std::exit(1);
-    fds.push_back(sv[0]);
-    fds.push_back(sv[1]);
-  }
+  std::vector<int> fds = socket_pairs(pairs);
   std::vector<char> byte(fds.size(), 'x');
   std::atomic<bool> stop{false};
   std::atomic<std::uint64_t> handled{0};
