@@ -186,7 +186,26 @@ bool stack_slots::take_or_wait(slot& s, process* p) noexcept {
   }
 }
 
-void stack_slots::keep_for(process* p) noexcept { slots_[p->slot].reserved_for.store(p, std::memory_order_relaxed); }
+process* stack_slots::keep_for(process* p) noexcept {
+  slot& s = slots_[p->slot];
+  s.reserved_for.store(p, std::memory_order_relaxed);
+  // Waiters that never ran can bind to another slot (acquire rebinds them): hand them back now
+  // rather than leave them waiting for the blocking call. Started ones must wait: their images
+  // hold pointers into this slot.
+  std::lock_guard<std::mutex> g(s.waiters_lock);
+  process* unstarted = nullptr;
+  process** link = &s.waiters;
+  while (process* w = *link) {
+    if (!w->started) {
+      *link = w->next_waiter;
+      w->next_waiter = unstarted;
+      unstarted = w;
+    } else {
+      link = &w->next_waiter;
+    }
+  }
+  return unstarted;
+}
 
 bool stack_slots::acquire(process* p, unsigned worker) noexcept {
   if (p->slot != no_slot) {
@@ -198,6 +217,9 @@ bool stack_slots::acquire(process* p, unsigned worker) noexcept {
       return true;
     }
   }
+  // A process that has never run holds nothing in its slot: it may bind afresh each time it is
+  // tried, so one that waited on a slot since kept by a blocking call (keep_for) goes elsewhere.
+  if (!p->started) p->slot = no_slot;
   if (p->slot == no_slot) {
     worker_cursor& c = cursors_[worker];
     // Bind: a slot vacated here, newest first (protocol step 5). It may have been bound since by
@@ -220,7 +242,26 @@ bool stack_slots::acquire(process* p, unsigned worker) noexcept {
         return true;
       }
     }
-    p->slot = base + (next++ % share_);  // all busy (thieves hold them): wait for this one
+    // All of this worker's share is held (by thieves, or kept by blocking calls): any free slot,
+    // then one held only for a run (released within a time slice), never one kept by a blocking
+    // call while another will do: that one is held for as long as the call lasts.
+    const unsigned n = count();
+    for (unsigned i = 0; i < n; ++i) {
+      unsigned index = (base + share_ + i) % n;
+      if (try_take(slots_[index])) {
+        p->slot = index;
+        return true;
+      }
+    }
+    unsigned chosen = base + (next++ % share_);
+    for (unsigned i = 0; i < n; ++i) {
+      unsigned index = (chosen + i) % n;
+      if (slots_[index].reserved_for.load(std::memory_order_relaxed) == nullptr) {  // a hint: see keep_for
+        chosen = index;
+        break;
+      }
+    }
+    p->slot = chosen;
   }
   return take_or_wait(slots_[p->slot], p);
 }

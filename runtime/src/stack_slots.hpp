@@ -71,8 +71,10 @@ class stack_slots {
   process* release(process* p) noexcept;
   // Caller holds p's slot and p parks without giving it up (run_blocking: its stack must stay where
   // it is, in use by another thread): the slot stays held for p, and p's next acquire takes it
-  // back at once; other processes bound to it wait as for any held slot.
-  void keep_for(process* p) noexcept;
+  // back at once. Returns the waiters that never ran (linked through next_waiter), for the caller
+  // to requeue: they bind to another slot. Started processes bound to it wait for the call to end;
+  // new ones are not bound to it while any other slot is free or only briefly held.
+  process* keep_for(process* p) noexcept;
   // Caller (worker `worker`) holds p's slot: make p's stack the one in the slot. Throws
   // std::bad_alloc if an image cannot be allocated (nothing has changed then).
   void make_resident(process* p, unsigned worker);
@@ -103,7 +105,8 @@ class stack_slots {
     process* resident = nullptr;           // slot: whose stack is in it
     // shared: the process that keeps the slot while it is parked (keep_for); others read it while
     // they try the slot, relaxed: it can only equal the reader if the reader is that process, which
-    // was queued again after the write (its queue's release/acquire orders it).
+    // was queued again after the write (its queue's release/acquire orders it). Binding also reads
+    // it, relaxed, as a hint only (a stale answer picks a worse slot to wait on, never a wrong one).
     std::atomic<process*> reserved_for{nullptr};
   };
   struct alignas(64) worker_cursor {  // owner: that worker

@@ -324,7 +324,13 @@ void worker::after_park(process* p) {
     return;
   }
   if (p->parked == park_reason::offload) {
-    rt.slots.keep_for(p);  // its stack is in use by a blocking thread (blocking.cpp): keep the slot
+    // Its stack is in use by a blocking thread (blocking.cpp): keep the slot; waiters that never
+    // ran go elsewhere.
+    for (process* waiters = rt.slots.keep_for(p); waiters;) {
+      process* next = waiters->next_waiter;
+      requeue(waiters);
+      waiters = next;
+    }
   } else {
     process* waiters = rt.slots.release(p);
     while (waiters) {

@@ -143,6 +143,38 @@ TEST_CASE("the caller's stack stays intact while other processes reuse the execu
   CHECK(grove::receive([](finished f) { return f.value; }, grove::after(patience, [] { return -1; })) == 1);
 }
 
+TEST_CASE("processes spawned while a blocking call keeps its stack slot run on the other slots") {
+  // One slot per worker, plus one: the whole share of the caller's worker is the slot its blocking
+  // call keeps. New processes must not be bound to that slot to wait for the call (here the call
+  // ends only after all of them have run, so waiting for it is a deadlock).
+  const unsigned workers = grove_test::test_workers();
+  grove_test::runtime_fixture rt({.stack_slots = workers + 1});
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  gate g;
+  std::atomic<bool> inside{false};
+  grove::spawn([&, self] {
+    grove::run_blocking([&] {
+      inside = true;
+      g.pass();
+    });
+    grove::send(self, finished{1});
+  });
+  REQUIRE(grove_test::wait_until([&] { return inside.load(); }));
+  constexpr int others = 100;
+  for (int k = 0; k < others; ++k)
+    grove::spawn([self] {
+      grove::sleep_for(1ms);  // parks and resumes on its slot
+      grove::send(self, finished{2});
+    });
+  int ran = 0;
+  while (ran < others && grove::receive([](finished f) { return f.value == 2; }, grove::after(patience, [] { return false; })))
+    ++ran;
+  CHECK(ran == others);
+  g.open();
+  CHECK(grove::receive([](finished f) { return f.value; }, grove::after(patience, [] { return -1; })) == 1);
+}
+
 TEST_CASE("a kill that arrives during run_blocking acts when fn returns; messages wait in the mailbox") {
   grove_test::runtime_fixture rt;
   grove::scoped_process me;
