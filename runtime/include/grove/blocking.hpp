@@ -8,7 +8,10 @@
 // threads (runtime_config::blocking_threads, made as needed; further calls wait in order for a free
 // one), then resumes the caller with what fn returned, or rethrows what it threw. The caller keeps
 // its execution stack meanwhile, so fn may use the caller's locals by reference exactly as if it
-// were called in place (the processes that share that stack wait for it: keep fn to blocking work).
+// were called in place. The processes that already ran on that execution stack (one in
+// runtime_config::stack_slots, ~1/stack_slots of them) wait for fn to return before they run again;
+// new processes run on the other stacks. So keep fn to the blocking work itself, and do not make it
+// wait for something a Grove process must do: that process may be one of those waiting.
 //
 // A blocking call cannot be interrupted: a kill, or any exit signal, that arrives while fn runs
 // takes effect when fn returns (the caller then ends without using the result). Messages that
