@@ -19,6 +19,7 @@
 
 #include <grove/blocking.hpp>
 #include <grove/errc.hpp>
+#include <grove/introspection.hpp>
 
 #include "exit_protocol.hpp"
 #include "receive.hpp"
@@ -104,7 +105,9 @@ void run_blocking_erased(void (*call)(void*) noexcept, void* ctx) {
     throw;
   }
   // The job uses this stack until `done`: park until then, whatever else wakes us.
+  p->activity.store(static_cast<std::uint8_t>(wait_reason::blocking_call), std::memory_order_relaxed);  // published: a snapshot
   while (!job.done.load(std::memory_order_acquire)) park_current(p, park_reason::offload);  // pairs with serve's release
+  p->activity.store(0, std::memory_order_relaxed);
   rt->offloaded.fetch_sub(1, std::memory_order_seq_cst);  // before the signals act: this process may end below
   before_runtime_call(p, true);  // an exit signal that came meanwhile acts now
 }

@@ -162,6 +162,7 @@ void act_on_exit(process* p, bool blocking) {
 
 void exit_process(runtime_state* rt, process* p, const exit_reason& reason) noexcept {
   p->exiting = true;
+  p->activity.store(exiting_activity, std::memory_order_relaxed);  // published for introspection
   p->in_exit_protocol = true;
   // 1. acq_rel: later wakes see EXITED and do nothing; orders us after earlier wakes
   p->control.fetch_or(ctl_exited, std::memory_order_acq_rel);

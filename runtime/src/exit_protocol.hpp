@@ -10,6 +10,7 @@ namespace grove::internal {
 // Marks p as ending with `reason` (an exit is decided; exit_protocol.cpp, "decided exits").
 inline void mark_exiting(process* p, const exit_reason& reason) {
   p->exiting = true;
+  p->activity.store(exiting_activity, std::memory_order_relaxed);  // published for introspection
   p->ensure_extra().reason = reason;
 }
 

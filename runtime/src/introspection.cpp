@@ -92,6 +92,7 @@ namespace {
 process_details details_of(process* p) {
   process_details d;
   d.pid = p->id();
+  d.answered = true;
   d.status = p->exiting ? process_status::exiting : process_status::running;
   d.mailbox_length = p->saved.size();
   d.mailbox_types = saved_types(p, 5);
@@ -101,7 +102,7 @@ process_details details_of(process* p) {
     d.stack_bytes = static_cast<std::size_t>(static_cast<char*>(rt->slots.stack_top(p)) - &here);
     d.worker = p->worker;
   }
-  d.reductions = p->reductions;
+  d.reductions = p->reductions.load(std::memory_order_relaxed);  // its own counter
   d.trap_exit = p->trap_exit;
   if (process_extra* ex = p->extra) {
     d.links.assign(ex->links.begin(), ex->links.end());
@@ -144,11 +145,150 @@ void answer_info(process* p, info_request& req) noexcept {
 
 void answer_info_gone(info_request& req) noexcept { complete(req, std::nullopt); }
 
+namespace {
+
+// From the fields q publishes (process.hpp); the caller holds a reference on q. The control word
+// says whether a worker runs it or it is queued; `activity` what it waits on, or that it is exiting.
+process_summary summary_of(process* q) {
+  process_summary s;
+  s.pid = q->id();
+  s.scoped = q->kind == process_kind::scoped;  // fixed before its pid was published
+  const std::uint32_t control = q->control.load(std::memory_order_relaxed);  // snapshots, as the fields say
+  const std::uint8_t activity = q->activity.load(std::memory_order_relaxed);
+  if (activity == exiting_activity || (control & ctl_exited)) {
+    s.status = process_status::exiting;
+  } else if (s.scoped) {
+    s.status = activity ? process_status::waiting : process_status::running;
+  } else if (control & ctl_running) {
+    s.status = process_status::running;
+  } else if (control & ctl_notified) {
+    s.status = process_status::runnable;
+  } else {
+    s.status = process_status::waiting;
+  }
+  if (s.status == process_status::waiting && activity <= static_cast<std::uint8_t>(wait_reason::blocking_call))
+    s.waiting_on = static_cast<wait_reason>(activity);
+  s.mailbox_length = q->saved.size();
+  s.reductions = q->reductions.load(std::memory_order_relaxed);
+  s.stack_bytes = std::size_t{q->stack_units.load(std::memory_order_relaxed)} * stack_unit_bytes;
+  return s;
+}
+
+void name_summary(runtime_state& rt, process_summary& s, process* q) {
+  if (q->has_name.load(std::memory_order_acquire)) s.registered_name = rt.names.name_of(s.pid);  // acquire: pairs with register
+}
+
+process_details details_from(const process_summary& s) {
+  process_details d;
+  d.pid = s.pid;
+  d.answered = false;
+  d.status = s.status;
+  d.waiting_on = s.waiting_on;
+  d.mailbox_length = s.mailbox_length;
+  d.reductions = s.reductions;
+  d.stack_bytes = s.stack_bytes;
+  d.registered_name = s.registered_name;
+  return d;
+}
+
+}  // namespace
+
 }  // namespace grove::internal
 
 namespace grove {
 
 using namespace grove::internal;
+
+const char* to_string(process_status s) noexcept {
+  switch (s) {
+    case process_status::runnable: return "runnable";
+    case process_status::running: return "running";
+    case process_status::waiting: return "waiting";
+    case process_status::exiting: return "exiting";
+  }
+  return "?";
+}
+
+const char* to_string(wait_reason r) noexcept {
+  switch (r) {
+    case wait_reason::none: return "none";
+    case wait_reason::receive: return "receive";
+    case wait_reason::sleep: return "sleep";
+    case wait_reason::io: return "io";
+    case wait_reason::blocking_call: return "blocking_call";
+  }
+  return "?";
+}
+
+std::optional<process_summary> process_summary_of(pid target) {
+  runtime_state* rt = current_runtime();
+  if (!rt) return std::nullopt;
+  process* q = rt->table.acquire(target);
+  if (!q) return std::nullopt;
+  std::optional<process_summary> out;
+  if ((q->control.load(std::memory_order_acquire) & ctl_exited) == 0) {  // acquire: as in is_alive
+    try {
+      out = summary_of(q);
+      name_summary(*rt, *out, q);
+    } catch (...) {
+      rt->table.release(q, worker_index_for(*rt));
+      throw;
+    }
+  }
+  rt->table.release(q, worker_index_for(*rt));
+  return out;
+}
+
+std::vector<pid> processes() {
+  std::vector<pid> out;
+  runtime_state* rt = current_runtime();
+  if (!rt) return out;
+  out.reserve(rt->table.live());
+  rt->table.for_each_live([&](pid p) { out.push_back(p); });
+  return out;
+}
+
+std::vector<process_summary> top_processes(std::size_t n, process_order by) {
+  std::vector<process_summary> heap;  // a min-heap of the n largest so far: the smallest on top
+  runtime_state* rt = current_runtime();
+  if (!rt || n == 0) return heap;
+  auto key = [by](const process_summary& s) -> std::uint64_t {
+    switch (by) {
+      case process_order::mailbox_length: return s.mailbox_length;
+      case process_order::reductions: return s.reductions;
+      case process_order::stack_bytes: return s.stack_bytes;
+    }
+    return 0;
+  };
+  auto larger = [&](const process_summary& a, const process_summary& b) { return key(a) > key(b); };
+  heap.reserve(n + 1);
+  rt->table.visit_live([&](process* q) {
+    process_summary s = summary_of(q);
+    if (heap.size() == n && key(s) <= key(heap.front())) return;  // the common case: one compare
+    heap.push_back(std::move(s));
+    std::push_heap(heap.begin(), heap.end(), larger);
+    if (heap.size() > n) {
+      std::pop_heap(heap.begin(), heap.end(), larger);
+      heap.pop_back();
+    }
+  });
+  std::sort_heap(heap.begin(), heap.end(), larger);  // largest first
+  for (process_summary& s : heap) {
+    if (process* q = rt->table.acquire(s.pid)) {
+      name_summary(*rt, s, q);
+      rt->table.release(q, worker_index_for(*rt));
+    }
+  }
+  return heap;
+}
+
+namespace {
+// What process_info says of a process that did not answer in time: what it publishes, if alive.
+std::optional<process_details> unanswered(pid target) {
+  if (auto s = process_summary_of(target)) return details_from(*s);
+  return std::nullopt;
+}
+}  // namespace
 
 std::optional<process_details> process_info(pid target, std::chrono::milliseconds timeout) {
   runtime_state* rt = current_runtime();
@@ -169,7 +309,7 @@ std::optional<process_details> process_info(pid target, std::chrono::millisecond
     const std::uint64_t id = req->id;
     bool ready = receive(when([id](const info_ready& r) { return r.id == id; }, [](const info_ready&) { return true; }),
                          after(timeout, [] { return false; }));
-    if (!ready) return std::nullopt;
+    if (!ready) return unanswered(target);
   } else {
     std::unique_lock<std::mutex> g(req->lock);
     const std::uint64_t deadline = deadline_after_ns(detail::timeout_ns(timeout));
@@ -177,7 +317,8 @@ std::optional<process_details> process_info(pid target, std::chrono::millisecond
     if (deadline == never_deadline_ns) {
       req->cv.wait(g, done);
     } else if (!req->cv.wait_until(g, steady_time(deadline), done)) {
-      return std::nullopt;
+      g.unlock();
+      return unanswered(target);
     }
   }
   std::lock_guard<std::mutex> g(req->lock);

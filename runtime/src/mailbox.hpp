@@ -106,7 +106,7 @@ class inbox {
   message_node stub_;                // the permanent dummy node of Vyukov's design
 };
 
-// The owner's list of received-but-unmatched nodes, in arrival order. Owner only.
+// The owner's list of received-but-unmatched nodes, in arrival order. Owner only, but its size.
 class saved_list {
  public:
   void append(message_node* n) noexcept {
@@ -117,7 +117,7 @@ class saved_list {
       head_ = n;
     }
     tail_ = n;
-    ++size_;
+    size_.store(size_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // owner writes; see size_
   }
   // Removes the node after `prev` (or the head when prev is null) and returns it.
   message_node* remove_after(message_node* prev) noexcept {
@@ -129,19 +129,21 @@ class saved_list {
       head_ = after;
     }
     if (tail_ == n) tail_ = prev;
-    --size_;
+    size_.store(size_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);  // as in append
     return n;
   }
   static message_node* next_of(const message_node* n) noexcept { return n->next.load(std::memory_order_relaxed); }
   message_node* head() const noexcept { return head_; }
   message_node* tail() const noexcept { return tail_; }
-  std::uint32_t size() const noexcept { return size_; }
+  std::uint32_t size() const noexcept { return size_.load(std::memory_order_relaxed); }  // owner, or a snapshot from any thread
   bool empty() const noexcept { return head_ == nullptr; }
 
  private:
   message_node* head_ = nullptr;
   message_node* tail_ = nullptr;
-  std::uint32_t size_ = 0;
+  // Written by the owner only (a load and a store: no RMW on the receive path); read by any thread
+  // for introspection (top_processes), relaxed: a snapshot, ordered with nothing.
+  std::atomic<std::uint32_t> size_{0};
 };
 
 }  // namespace grove::internal

@@ -47,6 +47,9 @@ inline constexpr std::uint32_t ctl_running = 2u;   // a worker is running it
 inline constexpr std::uint32_t ctl_exited = 4u;    // it has exited; wakes are ignored
 
 inline constexpr std::uint32_t no_slot = ~std::uint32_t{0};
+// process::activity once its exit is decided (the other values are grove::wait_reason's).
+inline constexpr std::uint8_t exiting_activity = 0xFF;
+inline constexpr std::size_t stack_unit_bytes = 64;
 inline constexpr std::uint16_t no_home = 0xFFFF;
 inline constexpr std::size_t inline_entry_bytes = 32;
 
@@ -73,6 +76,12 @@ struct alignas(64) process {
   std::atomic<std::uint32_t> control{0};   // shared: scheduler.cpp, "process states"
   inbox mail;                              // shared: any thread pushes; the owner pops
   std::atomic<bool> has_name{false};       // shared: set under the registry lock; read at exit
+  // shared, published by the owner for introspection (process_summary_of, top_processes), relaxed
+  // stores and loads: snapshots that order nothing. `activity`: what it waits on while parked
+  // (grove::wait_reason), or exiting_activity once its exit is decided. `stack_units`: its live
+  // stack when it last parked, in 64-byte units (saturating).
+  std::atomic<std::uint8_t> activity{0};
+  std::atomic<std::uint16_t> stack_units{0};
   // shared: exit signals sent to it and not yet acted on (exit_protocol.cpp, "busy processes");
   // senders add before they push, the process subtracts as it acts on each one.
   std::atomic<std::uint32_t> exit_signals{0};
@@ -97,7 +106,7 @@ struct alignas(64) process {
   bool in_exit_protocol = false;           // owner: exit_process runs: its runtime calls must not raise the exit again
   std::uint32_t budget = 0;                // owner: reductions left in this time slice
   std::uint32_t slot = no_slot;            // slot (stack_slots.hpp): bound at first run, for life (here to fill padding)
-  std::uint64_t reductions = 0;            // owner: sends and receives so far
+  std::atomic<std::uint64_t> reductions{0};// owner writes (load and store, no RMW); others read a snapshot, relaxed
   const detail::entry_ops* entry = nullptr;// owner: its function (nullptr once destroyed)
   void* entry_fn = nullptr;                // owner: the function object (inline_entry or heap)
   process_extra* extra = nullptr;          // owner
@@ -126,7 +135,9 @@ struct alignas(64) process {
     in_exit_protocol = false;
     exit_signals.store(0, std::memory_order_relaxed);  // published with the pid (process_table::allocate)
     budget = 0;
-    reductions = 0;
+    reductions.store(0, std::memory_order_relaxed);  // published with the pid
+    activity.store(0, std::memory_order_relaxed);
+    stack_units.store(0, std::memory_order_relaxed);
     worker = 0;
   }
   process_extra& ensure_extra() {

@@ -69,6 +69,21 @@ class process_table {
     return base_ + off / sizeof(process);
   }
 
+  // Calls fn(p) for every process alive at some moment during the call, holding a reference on it
+  // meanwhile (introspection: the PCB stays this process's while fn reads its published fields).
+  template <class F>
+  void visit_live(F&& fn) {
+    std::uint32_t n = constructed_.load(std::memory_order_acquire);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      process* p = base_ + i;
+      if (p->refs.load(std::memory_order_relaxed) == 0) continue;  // a hint: acquire() decides
+      if (process* q = acquire(p->id())) {
+        if ((q->control.load(std::memory_order_acquire) & ctl_exited) == 0) fn(q);
+        release(q, -1);
+      }
+    }
+  }
+
   // Calls fn(pid) for every process alive at some moment during the call (for shutdown).
   template <class F>
   void for_each_live(F&& fn) {

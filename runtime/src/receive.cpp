@@ -18,6 +18,7 @@
 #include <thread>
 
 #include <grove/errc.hpp>
+#include <grove/introspection.hpp>
 #include <grove/message.hpp>
 #include <grove/process.hpp>
 
@@ -44,7 +45,7 @@ void park_current(process* p, park_reason why) {
 // After a yield from a send or a spawn, act on signals, so a process that only sends or spawns can
 // still be killed.
 void charge(process* p, bool act_on_signals) {
-  ++p->reductions;
+  p->reductions.store(p->reductions.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // owner only
   if (p->kind != process_kind::scheduled) return;
   if (p->budget > 1) {
     --p->budget;
@@ -56,7 +57,13 @@ void charge(process* p, bool act_on_signals) {
 
 namespace {
 
-void wait_for_wake(process* p, std::uint64_t deadline_ns) {
+void wait_for_wake(process* p, std::uint64_t deadline_ns, wait_reason why) {
+  // Published for introspection while it waits (process.hpp, `activity`); relaxed: a snapshot.
+  p->activity.store(static_cast<std::uint8_t>(why), std::memory_order_relaxed);
+  struct back_to_work {
+    process* p;
+    ~back_to_work() { p->activity.store(0, std::memory_order_relaxed); }
+  } done{p};
   if (p->kind == process_kind::scoped) {
     wait_scoped(p, deadline_ns);
     return;
@@ -119,7 +126,7 @@ io_wait wait_ready(process* p, std::atomic<std::uint64_t>& slot, std::uint64_t d
       slot.exchange(0, std::memory_order_acq_rel);  // the poller made it ready just now: take it
       return io_wait::ready;
     }
-    wait_for_wake(p, forever ? 0 : deadline_ns);
+    wait_for_wake(p, forever ? 0 : deadline_ns, wait_reason::io);
   }
 }
 
@@ -189,7 +196,7 @@ matched receive_node(match_fn match, void* matcher, std::int64_t timeout_ns) {
       }
     }
     if (!forever && (timeout_ns == 0 || now_ns() >= deadline)) return {nullptr, -1};
-    wait_for_wake(p, forever ? 0 : deadline);
+    wait_for_wake(p, forever ? 0 : deadline, match == &match_nothing ? wait_reason::sleep : wait_reason::receive);
   }
 }
 

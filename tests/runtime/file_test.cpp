@@ -173,8 +173,14 @@ TEST_CASE("a file call that blocks holds no worker, and a kill meanwhile takes e
   });
   (void)reader;
   auto m = grove::monitor(victim);
-  // In its blocking call it cannot answer process_info (a signal, acted on when the call returns).
-  REQUIRE(grove_test::wait_until([&] { return grove::is_alive(victim) && !grove::process_info(victim, 500ms); }));
+  // In its blocking call: what it publishes says so, and it cannot answer process_info itself.
+  REQUIRE(grove_test::wait_until([&] {
+    auto s = grove::process_summary_of(victim);
+    return s && s->waiting_on == grove::wait_reason::blocking_call;
+  }));
+  auto info = grove::process_info(victim, 100ms);
+  REQUIRE(info);
+  CHECK_FALSE(info->answered);
   grove::exit(victim, grove::exit_reason::kill());
   CHECK(grove::receive([](const grove::down&) { return true; }, grove::after(200ms, [] { return false; })) == false);
   CHECK(grove::is_alive(victim));

@@ -1,7 +1,15 @@
 // process_info and system_info.
 #include "support/fixture.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include <grove/blocking.hpp>
+#include <grove/net.hpp>
 
 using namespace std::chrono_literals;
 using grove_test::patience;
@@ -30,6 +38,7 @@ TEST_CASE("process_info reports a process's mailbox, links, monitors, name and f
   auto info = grove::process_info(p);
   REQUIRE(info);
   CHECK(info->pid == p);
+  CHECK(info->answered);
   CHECK(info->mailbox_length == 2);
   CHECK(info->trap_exit);
   CHECK(info->links == std::vector<grove::pid>{other});
@@ -98,4 +107,171 @@ TEST_CASE("an idle runtime parks its workers") {
     auto s = grove::system_info();
     return std::all_of(s.workers.begin(), s.workers.end(), [](const grove::worker_details& w) { return w.parks > 0; });
   }));
+}
+
+// ---- Published summaries: answers that never wait for the process ----
+
+namespace {
+grove::process_status status_of(grove::pid p) {
+  auto s = grove::process_summary_of(p);
+  REQUIRE(s);
+  return s->status;
+}
+}  // namespace
+
+TEST_CASE("a process computing without runtime calls is described as running; one queued behind it as runnable") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  const unsigned workers = grove_test::test_workers();
+  std::atomic<bool> stop{false};
+  std::vector<grove::pid> spinners;
+  for (unsigned i = 0; i < workers; ++i)
+    spinners.push_back(grove::spawn([&stop, self] {
+      grove::send(self, go{});
+      while (!stop.load(std::memory_order_relaxed)) {  // never reaches a runtime call
+      }
+    }));
+  for (unsigned i = 0; i < workers; ++i) grove::receive([](go) {});
+  // Every worker is now held by a spinner: each is running, and a new process must wait its turn.
+  REQUIRE(grove_test::wait_until([&] {
+    return std::all_of(spinners.begin(), spinners.end(), [](grove::pid p) { return status_of(p) == grove::process_status::running; });
+  }));
+  const grove::pid queued = grove::spawn([self] { grove::send(self, go{}); });
+  CHECK(status_of(queued) == grove::process_status::runnable);
+  // process_info cannot be answered by a spinner: it describes it from what it publishes.
+  auto info = grove::process_info(spinners[0], 100ms);
+  REQUIRE(info);
+  CHECK_FALSE(info->answered);
+  CHECK(info->pid == spinners[0]);
+  CHECK(info->status == grove::process_status::running);
+  CHECK(info->reductions >= 1);  // its send
+  auto s = grove::process_summary_of(spinners[0]);
+  REQUIRE(s);
+  CHECK(s->waiting_on == grove::wait_reason::none);
+  CHECK_FALSE(s->scoped);
+  std::vector<grove::monitor_ref> refs;
+  for (grove::pid p : spinners) refs.push_back(grove::monitor(p));
+  stop = true;
+  CHECK(grove::receive([](go) { return true; }, grove::after(patience, [] { return false; })));  // queued ran
+  for (std::size_t i = 0; i < refs.size(); ++i) grove::receive([](grove::down) {});
+  // Dead: no summary, no details.
+  CHECK_FALSE(grove::process_summary_of(spinners[0]).has_value());
+  CHECK_FALSE(grove::process_info(spinners[0], 100ms).has_value());
+  auto mine = grove::process_summary_of(self);
+  REQUIRE(mine);
+  CHECK(mine->scoped);
+  CHECK(mine->status == grove::process_status::running);
+}
+
+TEST_CASE("summaries say what a waiting process waits on") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  const grove::pid receiver = grove::spawn([] { grove::receive([](go) {}); });
+  const grove::pid sleeper = grove::spawn([] { grove::sleep_for(std::chrono::hours(1)); });
+  auto l = grove::net::listener::listen(grove::net::address::loopback(0));
+  REQUIRE(l);
+  const grove::pid acceptor = grove::spawn([&l] { (void)l->accept(); });
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const grove::pid blocker = grove::spawn([&fds, self] {
+    char b = 0;
+    const auto n = grove::run_blocking([&] { return ::read(fds[0], &b, 1); });
+    grove::send(self, static_cast<int>(n));
+  });
+  auto waits_on = [](grove::pid p, grove::wait_reason why) {
+    return grove_test::wait_until([&] {
+      auto s = grove::process_summary_of(p);
+      return s && s->status == grove::process_status::waiting && s->waiting_on == why;
+    });
+  };
+  CHECK(waits_on(receiver, grove::wait_reason::receive));
+  CHECK(waits_on(sleeper, grove::wait_reason::sleep));
+  CHECK(waits_on(acceptor, grove::wait_reason::io));
+  CHECK(waits_on(blocker, grove::wait_reason::blocking_call));
+  CHECK(std::string(grove::to_string(grove::wait_reason::blocking_call)) == "blocking_call");
+  CHECK(std::string(grove::to_string(grove::process_status::runnable)) == "runnable");
+  // process_info of a waiting receiver is its own answer; of the blocked one, its summary.
+  auto answered = grove::process_info(receiver);
+  REQUIRE(answered);
+  CHECK(answered->answered);
+  auto blocked = grove::process_info(blocker, 100ms);
+  REQUIRE(blocked);
+  CHECK_FALSE(blocked->answered);
+  CHECK(blocked->waiting_on == grove::wait_reason::blocking_call);
+  REQUIRE(::write(fds[1], "x", 1) == 1);
+  CHECK(grove::receive([](int n) { return n; }, grove::after(patience, [] { return -1; })) == 1);
+  std::vector<grove::monitor_ref> refs;
+  for (grove::pid p : {receiver, sleeper, acceptor}) {
+    refs.push_back(grove::monitor(p));
+    grove::exit(p, grove::exit_reason::kill());
+  }
+  for (std::size_t i = 0; i < refs.size(); ++i) grove::receive([](grove::down) {});
+  ::close(fds[0]);
+  ::close(fds[1]);
+}
+
+TEST_CASE("top_processes finds the longest mailboxes, the most reductions and the deepest stacks without asking") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  constexpr int count = 40;
+  std::vector<grove::pid> ps;
+  for (int k = 0; k < count; ++k) ps.push_back(grove::spawn([] { grove::receive([](go) {}); }));
+  for (int k = 0; k < count; ++k)
+    for (int m = 0; m < k; ++m) grove::send(ps[static_cast<std::size_t>(k)], m);  // ints nobody receives
+  grove::register_name("longest", ps.back());
+  // The saved queues fill as each process takes its mail in; wait until the top three settle.
+  std::vector<grove::process_summary> top;
+  CHECK(grove_test::wait_until([&] {
+    top = grove::top_processes(3, grove::process_order::mailbox_length);
+    return top.size() == 3 && top[0].mailbox_length == count - 1 && top[1].mailbox_length == count - 2 &&
+           top[2].mailbox_length == count - 3;
+  }));
+  REQUIRE(top.size() == 3);
+  CHECK(top[0].pid == ps[count - 1]);
+  CHECK(top[0].registered_name == "longest");
+  CHECK(top[1].pid == ps[count - 2]);
+  CHECK(top[2].pid == ps[count - 3]);
+  // Reductions: a process that has sent 5,000 messages (to the null pid: dead letters) leads.
+  const grove::pid sender = grove::spawn([self] {
+    for (int i = 0; i < 5000; ++i) grove::send(grove::pid(), i);
+    grove::send(self, go{});
+    grove::receive([](go) {});
+  });
+  grove::receive([](go) {});
+  auto by_reductions = grove::top_processes(1, grove::process_order::reductions);
+  REQUIRE(by_reductions.size() == 1);
+  CHECK(by_reductions[0].pid == sender);
+  CHECK(by_reductions[0].reductions >= 5000);
+  // Stacks: a process parked under a 32 KiB frame.
+  const grove::pid deep = grove::spawn([self] {
+    volatile char frame[32 * 1024];
+    frame[0] = 1;
+    grove::send(self, go{});
+    grove::receive([](go) {});
+    frame[sizeof frame - 1] = frame[0];
+  });
+  grove::receive([](go) {});
+  CHECK(grove_test::wait_until([&] {
+    auto t = grove::top_processes(1, grove::process_order::stack_bytes);
+    return t.size() == 1 && t[0].pid == deep && t[0].stack_bytes >= 32 * 1024;
+  }));
+  // processes(): all of them, this scoped_process included; none once they are gone.
+  ps.push_back(sender);
+  ps.push_back(deep);
+  auto all = grove::processes();
+  CHECK(all.size() == ps.size() + 1);
+  for (grove::pid p : ps) CHECK(std::find(all.begin(), all.end(), p) != all.end());
+  CHECK(std::find(all.begin(), all.end(), self) != all.end());
+  CHECK(grove::top_processes(0, grove::process_order::reductions).empty());
+  CHECK(grove::top_processes(1000, grove::process_order::reductions).size() == ps.size() + 1);
+  std::vector<grove::monitor_ref> refs;
+  for (grove::pid p : ps) {
+    refs.push_back(grove::monitor(p));
+    grove::send(p, go{});
+  }
+  for (std::size_t i = 0; i < refs.size(); ++i) grove::receive([](grove::down) {});
+  CHECK(grove::processes() == std::vector<grove::pid>{self});
 }

@@ -1,8 +1,15 @@
 // grove/introspection.hpp: what a process and the runtime are doing, as Erlang's process_info and
 // system_info.
 //
-// process_info of another process is a signal the target answers when it next runs (as in OTP), so
-// its view is consistent; a process that never yields cannot answer and the call times out.
+// Two views of a process, as recon and observer offer in Erlang:
+//   - process_summary_of, processes and top_processes read what every process publishes as it runs
+//     (its state, what it waits on, its saved-mailbox length, reductions, live stack): they never wait
+//     for the process, stop nothing, and answer for a process stuck in a computation as for any other.
+//     Each field is a snapshot, exact when read but not consistent with the others.
+//   - process_info asks the process (a signal it answers when it next takes in its mail, as in OTP),
+//     so its links, monitors and mailbox types are its own consistent view. A process that does not
+//     answer within the timeout (it is computing, or waits in a blocking call) is described from what
+//     it publishes instead, with `answered` false.
 #pragma once
 
 #include <chrono>
@@ -23,6 +30,46 @@ namespace grove {
 
 enum class process_status { runnable, running, waiting, exiting };
 
+// What a waiting process waits for.
+enum class wait_reason : std::uint8_t {
+  none,           // not waiting (running, runnable or exiting)
+  receive,        // a message: receive, or a service call waiting for its reply
+  sleep,          // a timer: sleep_for, sleep_until
+  io,             // a socket to become ready (grove/net.hpp)
+  blocking_call,  // run_blocking's fn, on a blocking thread (grove/blocking.hpp; grove::file too)
+};
+
+const char* to_string(process_status s) noexcept;  // "runnable", "running", "waiting", "exiting"
+const char* to_string(wait_reason r) noexcept;     // "none", "receive", "sleep", "io", "blocking_call"
+
+// What a process publishes as it runs (see the file comment).
+struct process_summary {
+  grove::pid pid;
+  process_status status = process_status::runnable;
+  wait_reason waiting_on = wait_reason::none;  // while status is waiting
+  std::size_t mailbox_length = 0;  // messages it has taken in and no receive has matched yet; mail
+                                   // that arrived since it last received is not counted until then
+  std::uint64_t reductions = 0;    // sends and receives done so far
+  std::size_t stack_bytes = 0;     // live execution stack when it last parked (64-byte granularity)
+  bool scoped = false;             // a scoped_process (a foreign thread), not a scheduled process
+  std::string registered_name;     // empty if none
+};
+
+// The summary of a live process, or nullopt if it is not alive. Never waits; from any thread.
+std::optional<process_summary> process_summary_of(pid p);
+
+// Every live process (scoped_processes included), in no particular order: the processes alive
+// throughout the call are all there; one spawned or ended during it may or may not be. Without a
+// runtime, empty. Costs one pass over the process table (a few ms per million processes).
+std::vector<pid> processes();
+
+// What top_processes sorts by, largest first.
+enum class process_order { mailbox_length, reductions, stack_bytes };
+
+// The `n` live processes with the largest `by` (recon's proc_count), from one pass over the
+// published summaries: nothing is stopped or asked. Ties in no particular order.
+std::vector<process_summary> top_processes(std::size_t n, process_order by);
+
 struct message_type_count {
   std::string type;  // the C++ type, demangled ("std::__cxx11::basic_string<char, ...>" for std::string)
   std::size_t count = 0;
@@ -30,7 +77,12 @@ struct message_type_count {
 
 struct process_details {
   grove::pid pid;
-  process_status status = process_status::running;  // as seen by the process itself: running
+  // true: the process answered (every field is its own view, and status is running: it was when it
+  // answered, or exiting). false: it did not answer in time; the fields from process_summary are
+  // filled (status, waiting_on, mailbox_length, reductions, stack_bytes), the rest left empty.
+  bool answered = true;
+  process_status status = process_status::running;
+  wait_reason waiting_on = wait_reason::none;
   std::size_t mailbox_length = 0;  // messages waiting (signals excluded): the saved queue, once what
                                    // had arrived is taken in
   std::vector<message_type_count> mailbox_types;  // the commonest types among them, most first (at most 5)
@@ -46,8 +98,8 @@ struct process_details {
   bool trap_exit = false;
 };
 
-// Details of a live process; nullopt if it is not alive (or did not answer within `timeout`).
-// From a process or a foreign thread. Thread-safe.
+// Details of a live process; nullopt if it is not alive. If it does not answer within `timeout`,
+// what it publishes (answered == false). From a process or a foreign thread. Thread-safe.
 std::optional<process_details> process_info(pid p, std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
 struct worker_details {
