@@ -35,6 +35,7 @@ struct info_request {
   std::mutex lock;
   std::condition_variable cv;
   bool done = false;                        // guarded by lock
+  bool abandoned = false;                   // guarded by lock: the requester stopped waiting
   std::optional<process_details> details;   // guarded by lock
   pid requester;                            // immutable: a scheduled process to notify, or null
   std::uint64_t id = 0;                     // immutable
@@ -115,14 +116,15 @@ process_details details_of(process* p) {
   return d;
 }
 
+// The answer is delivered under req.lock, so a requester that gave up (abandoned, under the lock)
+// either gets no message or finds it already in its mailbox and takes it: a late answer never
+// stays behind as mail nobody receives.
 void complete(info_request& req, std::optional<process_details> d) noexcept {
-  {
-    std::lock_guard<std::mutex> g(req.lock);
-    req.details = std::move(d);
-    req.done = true;
-  }
+  std::lock_guard<std::mutex> g(req.lock);
+  req.details = std::move(d);
+  req.done = true;
   req.cv.notify_all();
-  if (!req.requester.is_null()) {
+  if (!req.requester.is_null() && !req.abandoned) {
     if (runtime_state* rt = current_runtime()) {
       try {
         deliver(*rt, req.requester, detail::make_node<info_ready>(info_ready{req.id}), true);
@@ -307,9 +309,18 @@ std::optional<process_details> process_info(pid target, std::chrono::millisecond
   rt->table.release(q, worker_index_for(*rt));
   if (as_process) {
     const std::uint64_t id = req->id;
-    bool ready = receive(when([id](const info_ready& r) { return r.id == id; }, [](const info_ready&) { return true; }),
-                         after(timeout, [] { return false; }));
-    if (!ready) return unanswered(target);
+    auto mine = when([id](const info_ready& r) { return r.id == id; }, [](const info_ready&) { return true; });
+    bool ready = receive(mine, after(timeout, [] { return false; }));
+    if (!ready) {
+      bool answered_meanwhile = false;
+      {
+        std::lock_guard<std::mutex> g(req->lock);
+        req->abandoned = true;
+        answered_meanwhile = req->done;
+      }
+      if (!answered_meanwhile) return unanswered(target);
+      (void)receive(mine, after(std::chrono::milliseconds(0), [] { return false; }));  // already here: take it
+    }
   } else {
     std::unique_lock<std::mutex> g(req->lock);
     const std::uint64_t deadline = deadline_after_ns(detail::timeout_ns(timeout));

@@ -275,3 +275,43 @@ TEST_CASE("top_processes finds the longest mailboxes, the most reductions and th
   for (std::size_t i = 0; i < refs.size(); ++i) grove::receive([](grove::down) {});
   CHECK(grove::processes() == std::vector<grove::pid>{self});
 }
+
+TEST_CASE("an answer that comes after process_info gave up does not stay behind in the asker's mailbox") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  struct asked {};
+  // In a blocking call the target cannot answer; it does when the call returns, then tells the
+  // asker (after the answer: one sender, one receiver, in order).
+  const grove::pid target = grove::spawn([&fds] {
+    const grove::pid asker = grove::receive([](grove::pid p) { return p; });
+    char b = 0;
+    (void)grove::run_blocking([&] { return ::read(fds[0], &b, 1); });
+    grove::send(asker, go{});  // its runtime call takes the pending request in first: the late answer
+    grove::receive([](go) {});
+  });
+  const grove::pid asker = grove::spawn([self, target] {
+    grove::send(target, grove::self());
+    REQUIRE(grove_test::wait_until([&] {
+      auto s = grove::process_summary_of(target);
+      return s && s->waiting_on == grove::wait_reason::blocking_call;
+    }));
+    auto info = grove::process_info(target, 100ms);
+    const bool described = info && !info->answered;
+    grove::send(self, asked{});
+    grove::receive([](go) {});                           // the target is back: its answer came before
+    grove::receive([](asked) {}, grove::after(0ms, [] {}));  // take in whatever has arrived
+    grove::send(self, described && grove::process_info(grove::self())->mailbox_length == 0);
+  });
+  grove::receive([](asked) {});
+  REQUIRE(::write(fds[1], "x", 1) == 1);
+  CHECK(grove::receive([](bool ok) { return ok; }, grove::after(patience, [] { return false; })));
+  auto m = grove::monitor(target);
+  grove::send(target, go{});
+  grove::receive([&](const grove::down& d) { CHECK(d.ref == m); });
+  (void)asker;
+  ::close(fds[0]);
+  ::close(fds[1]);
+}

@@ -123,7 +123,13 @@ bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds tim
   for (;;) {
     if (pred()) return true;
     if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::yield();  // polling a predicate with a deadline, not sleeping to synchronise
+    // Polling a predicate with a deadline, not sleeping to synchronise; inside a Grove process it
+    // yields to the other processes (a thread yield would keep its worker from them).
+    if (!grove::self().is_null()) {
+      grove::yield();
+    } else {
+      std::this_thread::yield();
+    }
   }
 }
 

@@ -49,7 +49,8 @@ class runtime_fixture {
   bool stopped_ = false;
 };
 
-// Polls `pred` until true or the timeout (seconds) passes; returns its last value.
+// Polls `pred` until true or the timeout (seconds) passes; returns its last value. From a thread or
+// from inside a process (which then yields between polls).
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
 // A generous timeout for receives in tests: long enough never to fire on a loaded CI machine.
