@@ -44,32 +44,28 @@ void park_current(process* p, park_reason why) {
 
 // After a yield from a send or a spawn, act on signals, so a process that only sends or spawns can
 // still be killed.
-void charge(process* p, bool act_on_signals) {
-  p->reductions.store(p->reductions.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // owner only
-  if (p->kind != process_kind::scheduled) return;
-  if (p->budget > 1) {
-    --p->budget;
-    return;
-  }
+void charge_at_slice_end(process* p, bool act_on_signals) {
   park_current(p, park_reason::yield);
   if (act_on_signals) drain_inbox(p, p->exits_deferred == 0);  // a deferred exit is raised later (exit_deferral)
 }
 
 namespace {
 
-void wait_for_wake(process* p, std::uint64_t deadline_ns, wait_reason why) {
+[[gnu::always_inline]] inline void wait_for_wake(process* p, std::uint64_t deadline_ns, wait_reason why) {
   // Published for introspection while it waits (process.hpp, `activity`); relaxed: a snapshot.
   p->activity.store(static_cast<std::uint8_t>(why), std::memory_order_relaxed);
-  struct back_to_work {
-    process* p;
-    ~back_to_work() { p->activity.store(0, std::memory_order_relaxed); }
-  } done{p};
   if (p->kind == process_kind::scoped) {
-    wait_scoped(p, deadline_ns);
-    return;
+    try {
+      wait_scoped(p, deadline_ns);
+    } catch (...) {  // the runtime is stopping
+      p->activity.store(0, std::memory_order_relaxed);
+      throw;
+    }
+  } else {
+    if (deadline_ns && !p->timer_armed) arm_timeout(p, deadline_ns);
+    park_current(p, park_reason::wait);  // does not throw: signals act after it returns
   }
-  if (deadline_ns && !p->timer_armed) arm_timeout(p, deadline_ns);
-  park_current(p, park_reason::wait);
+  p->activity.store(0, std::memory_order_relaxed);
 }
 
 struct disarm_on_return {

@@ -14,7 +14,19 @@ void park_current(process* p, park_reason why);
 
 // Process context: one reduction (a send, a received message, a spawn); yields at the end of the
 // slice, and then acts on signals if asked.
-void charge(process* p, bool act_on_signals);
+// Inline: the common case is three field updates, and a call costs more than they do (with
+// `reductions` an atomic GCC 12 stopped inlining it: ~20 instructions a hop, bench/grove/ring under
+// callgrind).
+void charge_at_slice_end(process* p, bool act_on_signals);
+inline void charge(process* p, bool act_on_signals) {
+  p->reductions.store(p->reductions.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // owner only
+  if (p->kind != process_kind::scheduled) return;
+  if (p->budget > 1) {
+    --p->budget;
+    return;
+  }
+  charge_at_slice_end(p, act_on_signals);
+}
 
 // Process context: waits until the io wait slot `slot` (io.hpp) holds readiness (ready: taken), or
 // the deadline (steady-clock ns; never_deadline_ns: none) passes (timed_out), or finds another

@@ -149,9 +149,8 @@ stack_slots::stack_slots(unsigned count, std::size_t stack_bytes, unsigned worke
 
 stack_slots::~stack_slots() { release_region(region_, region_bytes_); }
 
-char* stack_slots::top_of(std::uint32_t index) const noexcept { return region_ + (index + 1) * stride_; }
-
 void* stack_slots::stack_top(const process* p) const noexcept { return top_of(p->slot); }
+
 
 stack_bounds stack_slots::bounds(const process* p) const noexcept {
   return {top_of(p->slot) - stack_bytes_, stack_bytes_};

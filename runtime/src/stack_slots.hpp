@@ -83,6 +83,7 @@ class stack_slots {
   void forget(process* p, unsigned worker) noexcept;
 
   void* stack_top(const process* p) const noexcept;
+  char* top_of(std::uint32_t index) const noexcept { return region_ + (index + 1) * stride_; }  // of a slot
   stack_bounds bounds(const process* p) const noexcept;
   // Live stack bytes of a parked process (from its saved context) or of its saved image.
   std::size_t live_bytes(const process* p) const noexcept;
@@ -120,7 +121,6 @@ class stack_slots {
   bool try_take(slot& s) noexcept;
   bool take_or_wait(slot& s, process* p) noexcept;
   void evict(slot& s, process* q, unsigned worker);
-  char* top_of(std::uint32_t index) const noexcept;
 
   std::vector<slot> slots_;
   std::vector<worker_cursor> cursors_;

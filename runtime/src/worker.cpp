@@ -307,7 +307,7 @@ void worker::run(process* p) {
   if (p->parked != park_reason::exit) {
     p->ctx.fctx = t.fctx;
     // Published for introspection (process.hpp, `stack_units`); relaxed: a snapshot.
-    const auto live = static_cast<std::size_t>(static_cast<char*>(rt.slots.stack_top(p)) - static_cast<char*>(t.fctx));
+    const auto live = static_cast<std::size_t>(rt.slots.top_of(p->slot) - static_cast<char*>(t.fctx));
     p->stack_units.store(static_cast<std::uint16_t>(std::min<std::size_t>((live + stack_unit_bytes - 1) / stack_unit_bytes, 0xFFFF)),
                          std::memory_order_relaxed);
   }
