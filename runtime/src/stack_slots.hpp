@@ -25,6 +25,10 @@
 //      short-lived one, waits and spawns again (a supervisor restarting a crashing child) touched a
 //      fresh slot, 1-3 new pages at ~2.7 us each, on every cycle until all 512 of a worker's slots
 //      had been used (bench/grove/restarts at 1,000: ~1,000 page faults, gone with this rule).
+//   6. A slot kept by a run_blocking caller (keep_for) is held for as long as the call lasts: a
+//      process that never ran is not bound to it while another slot is free or held only for a
+//      run, and one already waiting on it is handed back to bind elsewhere. Started processes
+//      bound to it wait for the call (their images point into it).
 // Overflow: each slot has a guard of guard_bytes (64 KiB) below it, one mprotect each (2 × slots
 // mappings, far from the 65,530 map limit). Grove's code and code built against grove::runtime use
 // -fstack-clash-protection (exported on the CMake targets), which probes every page of a large
