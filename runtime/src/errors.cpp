@@ -6,6 +6,24 @@
 
 namespace grove {
 
+const char* to_string(errc e) noexcept {
+  switch (e) {
+    case errc::process_limit: return "process_limit";
+    case errc::noproc: return "noproc";
+    case errc::name_taken: return "name_taken";
+    case errc::already_named: return "already_named";
+    case errc::no_such_name: return "no_such_name";
+    case errc::not_in_process: return "not_in_process";
+    case errc::not_running: return "not_running";
+    case errc::already_running: return "already_running";
+    case errc::timeout: return "timeout";
+    case errc::bad_argument: return "bad_argument";
+    case errc::in_process: return "in_process";
+    case errc::end_of_file: return "end_of_file";
+  }
+  return "unknown";
+}
+
 namespace {
 
 class category final : public std::error_category {

@@ -33,6 +33,15 @@ global_logger& global() {
 
 }  // namespace
 
+const char* to_string(log_level level) noexcept {
+  switch (level) {
+    case log_level::error: return "error";
+    case log_level::warning: return "warning";
+    case log_level::info: return "info";
+  }
+  return "unknown";
+}
+
 const char* to_string(log_kind kind) noexcept {
   switch (kind) {
     case log_kind::crash_report: return "crash_report";

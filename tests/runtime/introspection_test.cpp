@@ -315,3 +315,20 @@ TEST_CASE("an answer that comes after process_info gave up does not stay behind 
   ::close(fds[0]);
   ::close(fds[1]);
 }
+
+TEST_CASE("Grove's enumerations print by name with fmt") {
+  CHECK(fmt::format("{}", grove::errc::noproc) == "noproc");
+  CHECK(fmt::format("[{:>8}]", grove::errc::timeout) == "[ timeout]");  // the string options apply
+  CHECK(fmt::format("{}", grove::process_status::waiting) == "waiting");
+  CHECK(fmt::format("{}", grove::wait_reason::io) == "io");
+  CHECK(fmt::format("{}", grove::log_kind::unmatched_mail) == "unmatched_mail");
+  CHECK(fmt::format("{}", grove::log_level::warning) == "warning");
+  // exit_reason too, with the string options (this file includes no fmt/format.h: it links all the same)
+  CHECK(fmt::format("[{:>8}] [{:.4}]", grove::exit_reason::killed(), grove::exit_reason::shutdown()) == "[  killed] [shut]");
+  // Every errc has a name of its own, distinct from its sentence.
+  for (int e = static_cast<int>(grove::errc::process_limit); e <= static_cast<int>(grove::errc::end_of_file); ++e) {
+    const auto code = static_cast<grove::errc>(e);
+    CHECK(std::string(grove::to_string(code)) != "unknown");
+    CHECK(std::string(grove::to_string(code)) != grove::make_error_code(code).message());
+  }
+}

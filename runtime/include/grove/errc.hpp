@@ -9,6 +9,7 @@
 #include <utility>
 #include <variant>
 
+#include <grove/detail/named_formatter.hpp>
 #include <grove/detail/visibility.hpp>
 GROVE_PUBLIC_BEGIN
 
@@ -29,6 +30,9 @@ enum class errc {
                        // wait_until_idle, scoped_process: from a process they would wait for themselves)
   end_of_file,         // the peer closed the stream before all the bytes asked for arrived (grove/net.hpp)
 };
+
+// The enumerator's name ("noproc"); fmt formats an errc so. The sentence is make_error_code(e).message().
+const char* to_string(errc e) noexcept;
 
 // The category's name is "grove"; messages are one sentence each.
 const std::error_category& grove_category() noexcept;
@@ -82,5 +86,8 @@ class result {
 
 template <>
 struct std::is_error_code_enum<grove::errc> : std::true_type {};
+
+template <>
+struct fmt::formatter<grove::errc> : grove::detail::named_formatter<grove::errc> {};
 
 GROVE_PUBLIC_END

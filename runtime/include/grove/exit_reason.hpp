@@ -19,6 +19,7 @@
 
 #include <fmt/core.h>
 
+#include <grove/detail/named_formatter.hpp>
 #include <grove/detail/visibility.hpp>
 GROVE_PUBLIC_BEGIN
 
@@ -96,10 +97,10 @@ inline std::ostream& operator<<(std::ostream& os, const exit_reason& r) { return
 }  // namespace grove
 
 template <>
-struct fmt::formatter<grove::exit_reason> : fmt::formatter<fmt::string_view> {
+struct fmt::formatter<grove::exit_reason> : grove::detail::text_formatter {
   template <class Ctx>
   auto format(const grove::exit_reason& r, Ctx& ctx) const -> decltype(ctx.out()) {
-    return fmt::formatter<fmt::string_view>::format(r.to_string(), ctx);
+    return format_text(r.to_string(), ctx);
   }
 };
 

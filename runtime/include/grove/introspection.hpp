@@ -23,6 +23,7 @@
 #include <grove/link.hpp>
 #include <grove/pid.hpp>
 
+#include <grove/detail/named_formatter.hpp>
 #include <grove/detail/visibility.hpp>
 GROVE_PUBLIC_BEGIN
 
@@ -39,6 +40,7 @@ enum class wait_reason : std::uint8_t {
   blocking_call,  // run_blocking's fn, on a blocking thread (grove/blocking.hpp; grove::file too)
 };
 
+// fmt formats both by these names.
 const char* to_string(process_status s) noexcept;  // "runnable", "running", "waiting", "exiting"
 const char* to_string(wait_reason r) noexcept;     // "none", "receive", "sleep", "io", "blocking_call"
 
@@ -143,5 +145,10 @@ struct resource_usage {
 resource_usage resources_in_use() noexcept;
 
 }  // namespace grove
+
+template <>
+struct fmt::formatter<grove::process_status> : grove::detail::named_formatter<grove::process_status> {};
+template <>
+struct fmt::formatter<grove::wait_reason> : grove::detail::named_formatter<grove::wait_reason> {};
 
 GROVE_PUBLIC_END

@@ -19,6 +19,7 @@
 #include <grove/exit_reason.hpp>
 #include <grove/pid.hpp>
 
+#include <grove/detail/named_formatter.hpp>
 #include <grove/detail/visibility.hpp>
 GROVE_PUBLIC_BEGIN
 
@@ -40,8 +41,9 @@ enum class log_kind {
                    // receive has matched (reported once per process; the text names the types)
 };
 
-// The name of the kind: "crash_report", ...
+// The name of the kind: "crash_report", ...; of the level: "error", "warning", "info". fmt formats both so.
 const char* to_string(log_kind kind) noexcept;
+const char* to_string(log_level level) noexcept;
 
 struct log_event {
   log_level level = log_level::error;
@@ -64,5 +66,10 @@ void reset_logger();
 void log(const log_event& event) noexcept;
 
 }  // namespace grove
+
+template <>
+struct fmt::formatter<grove::log_kind> : grove::detail::named_formatter<grove::log_kind> {};
+template <>
+struct fmt::formatter<grove::log_level> : grove::detail::named_formatter<grove::log_level> {};
 
 GROVE_PUBLIC_END
