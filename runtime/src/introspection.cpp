@@ -176,10 +176,6 @@ process_summary summary_of(process* q) {
   return s;
 }
 
-void name_summary(runtime_state& rt, process_summary& s, process* q) {
-  if (q->has_name.load(std::memory_order_acquire)) s.registered_name = rt.names.name_of(s.pid);  // acquire: pairs with register
-}
-
 process_details details_from(const process_summary& s) {
   process_details d;
   d.pid = s.pid;
@@ -208,7 +204,7 @@ const char* to_string(process_status s) noexcept {
     case process_status::waiting: return "waiting";
     case process_status::exiting: return "exiting";
   }
-  return "?";
+  return "unknown";
 }
 
 const char* to_string(wait_reason r) noexcept {
@@ -219,7 +215,7 @@ const char* to_string(wait_reason r) noexcept {
     case wait_reason::io: return "io";
     case wait_reason::blocking_call: return "blocking_call";
   }
-  return "?";
+  return "unknown";
 }
 
 std::optional<process_summary> process_summary_of(pid target) {
@@ -228,16 +224,13 @@ std::optional<process_summary> process_summary_of(pid target) {
   process* q = rt->table.acquire(target);
   if (!q) return std::nullopt;
   std::optional<process_summary> out;
+  bool named = false;
   if ((q->control.load(std::memory_order_acquire) & ctl_exited) == 0) {  // acquire: as in is_alive
-    try {
-      out = summary_of(q);
-      name_summary(*rt, *out, q);
-    } catch (...) {
-      rt->table.release(q, worker_index_for(*rt));
-      throw;
-    }
+    out = summary_of(q);  // does not allocate: nothing throws while we hold the reference
+    named = q->has_name.load(std::memory_order_acquire);  // acquire: pairs with register
   }
   rt->table.release(q, worker_index_for(*rt));
+  if (named) out->registered_name = rt->names.name_of(target);  // the registry needs no reference
   return out;
 }
 
@@ -246,7 +239,7 @@ std::vector<pid> processes() {
   runtime_state* rt = current_runtime();
   if (!rt) return out;
   out.reserve(rt->table.live());
-  rt->table.for_each_live([&](pid p) { out.push_back(p); });
+  rt->table.visit_live([&](process* q) { out.push_back(q->id()); });
   return out;
 }
 
@@ -275,12 +268,7 @@ std::vector<process_summary> top_processes(std::size_t n, process_order by) {
     }
   });
   std::sort_heap(heap.begin(), heap.end(), larger);  // largest first
-  for (process_summary& s : heap) {
-    if (process* q = rt->table.acquire(s.pid)) {
-      name_summary(*rt, s, q);
-      rt->table.release(q, worker_index_for(*rt));
-    }
-  }
+  for (process_summary& s : heap) s.registered_name = rt->names.name_of(s.pid);  // n lookups; no reference needed
   return heap;
 }
 

@@ -70,7 +70,7 @@ class process_table {
   }
 
   // Calls fn(p) for every process alive at some moment during the call, holding a reference on it
-  // meanwhile (introspection: the PCB stays this process's while fn reads its published fields).
+  // meanwhile (the PCB stays this process's while fn reads it): shutdown and introspection.
   template <class F>
   void visit_live(F&& fn) {
     std::uint32_t n = constructed_.load(std::memory_order_acquire);
@@ -78,25 +78,12 @@ class process_table {
       process* p = base_ + i;
       if (p->refs.load(std::memory_order_relaxed) == 0) continue;  // a hint: acquire() decides
       if (process* q = acquire(p->id())) {
-        if ((q->control.load(std::memory_order_acquire) & ctl_exited) == 0) fn(q);
-        release(q, -1);
-      }
-    }
-  }
-
-  // Calls fn(pid) for every process alive at some moment during the call (for shutdown).
-  template <class F>
-  void for_each_live(F&& fn) {
-    std::uint32_t n = constructed_.load(std::memory_order_acquire);
-    for (std::uint32_t i = 0; i < n; ++i) {
-      process* p = base_ + i;
-      std::uint32_t r = p->refs.load(std::memory_order_relaxed);
-      if (r == 0) continue;
-      grove::pid id = p->id();
-      if (process* q = acquire(id)) {
-        bool alive = (q->control.load(std::memory_order_acquire) & ctl_exited) == 0;
-        release(q, -1);
-        if (alive) fn(id);
+        struct drop {  // also if fn throws
+          process_table& table;
+          process* q;
+          ~drop() { table.release(q, -1); }
+        } held{*this, q};
+        if ((q->control.load(std::memory_order_acquire) & ctl_exited) == 0) fn(q);  // acquire: as in is_alive
       }
     }
   }

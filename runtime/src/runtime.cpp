@@ -173,11 +173,8 @@ bool all_released(runtime_state& rt) { return rt.table.scheduled_in_use() == 0; 
 // The live scheduled processes (scoped ones belong to their threads).
 std::vector<pid> live_scheduled(runtime_state& rt) {
   std::vector<pid> out;
-  rt.table.for_each_live([&](pid id) {
-    process* q = rt.table.acquire(id);
-    if (!q) return;
-    if (q->kind == process_kind::scheduled) out.push_back(id);
-    rt.table.release(q, -1);
+  rt.table.visit_live([&](process* q) {
+    if (q->kind == process_kind::scheduled) out.push_back(q->id());
   });
   return out;
 }

@@ -62,14 +62,11 @@ void wait_scoped(process* p, std::uint64_t deadline_ns) {
 }
 
 void release_scoped_waiters(runtime_state& rt) noexcept {
-  rt.table.for_each_live([&](pid id) {
-    process* q = rt.table.acquire(id);
-    if (!q) return;
+  rt.table.visit_live([&](process* q) {
     if (q->kind == process_kind::scoped && q->waiter) {
       std::lock_guard<std::mutex> g(q->waiter->lock);  // orders us with its check of the phase
       q->waiter->cv.notify_all();
     }
-    rt.table.release(q, -1);
   });
 }
 
