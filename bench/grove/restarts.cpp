@@ -18,9 +18,15 @@
 //    which isolates the cost of the runtime and the supervisor from the cost of C++ unwinding.
 // 3. bare_restarts_per_second: the cycle of 1 without the supervisor, for reference: a process that
 //    traps exits spawn_links the crashing worker, receives its exit_signal and starts the next, N times.
+// 4. restarts_exception_per_second: 1 with a worker that throws std::runtime_error (a crash as a bug
+//    makes it, which the exit reason records as an exception). Built twice: `restarts`, and
+//    `restarts_throw_traces`, linked with grove::throw_traces, which records each throw's site
+//    (grove/stack_trace.hpp): the two side by side are the cost of the throw sites (bench/RESULTS.md).
 //
 //   restarts [--n 1000] [--threads 2]
+//   restarts_throw_traces [--n 1000] [--threads 2]
 #include <atomic>
+#include <stdexcept>
 #include <grove/grove.hpp>
 #include <grove/supervisor.hpp>
 
@@ -38,6 +44,13 @@ struct bare_done {
 
 void crash_at_once() { grove::exit(grove::exit_reason("crash")); }
 grove::exit_reason return_crash() { return grove::exit_reason("crash"); }
+[[gnu::noinline]] void throw_crash() { throw std::runtime_error("crash"); }
+
+#ifdef GROVE_BENCH_THROW_TRACES
+constexpr const char* workload = "restarts_throw_traces";
+#else
+constexpr const char* workload = "restarts";
+#endif
 
 struct supervised_done {
   double seconds;
@@ -98,10 +111,13 @@ int main(int argc, char** argv) {
   int status = 0;
 
   // 1. and 2. Through the supervisor.
-  bench::result("restarts", "restarts_per_second", "1/s",
+  bench::result(workload, "restarts_per_second", "1/s",
                 static_cast<double>(n) / run_supervised(n, main_pid, &crash_at_once, status), f);
-  bench::result("restarts", "restarts_no_unwind_per_second", "1/s",
+  bench::result(workload, "restarts_no_unwind_per_second", "1/s",
                 static_cast<double>(n) / run_supervised(n, main_pid, &return_crash, status), f);
+  // 4. A thrown exception.
+  bench::result(workload, "restarts_exception_per_second", "1/s",
+                static_cast<double>(n) / run_supervised(n, main_pid, &throw_crash, status), f);
 
   // 3. Bare link and trap_exit, no supervisor.
   grove::spawn([n, main_pid] {
@@ -116,7 +132,7 @@ int main(int argc, char** argv) {
     grove::send(main_pid, bare_done{bench::seconds_since(t0), cycles});
   });
   const bare_done bare = grove::receive([](bare_done d) { return d; });
-  bench::result("restarts", "bare_restarts_per_second", "1/s", static_cast<double>(n) / bare.seconds, f);
+  bench::result(workload, "bare_restarts_per_second", "1/s", static_cast<double>(n) / bare.seconds, f);
   if (bare.cycles != n) {
     std::fprintf(stderr, "restarts: wrong number of bare cycles (%lld)\n", bare.cycles);
     status = 1;

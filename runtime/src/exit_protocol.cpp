@@ -51,7 +51,8 @@
 //   5. report a crash nobody will hear of through the logger, as OTP's error logger does: an exit of
 //      the process's own making (its function returned or threw a reason, grove::exit, its arena;
 //      not an exit signal, whose sender knows) with a reason other than normal or shutdown, while no
-//      process links to it or monitors it;
+//      process links to it or monitors it (or linked and monitored too: crash_report_policy::all),
+//      with the exception's type and throw site, and its links and monitors;
 //   6. exit{self, reason, link} to each link, down{self, ref, reason} to each monitor on it,
 //      demonitor to each process it monitors. Its stack slot is released by the worker after.
 // Signals that arrive after step 2 are answered when the last reference to the PCB is dropped
@@ -59,11 +60,13 @@
 #include "exit_protocol.hpp"
 
 #include <exception>
+#include <iterator>
 
 #include <fmt/format.h>
 
 #include <grove/errc.hpp>
 #include <grove/logger.hpp>
+#include <grove/runtime.hpp>
 
 #include "arena.hpp"
 #include "delivery.hpp"
@@ -105,6 +108,27 @@ bool is_shutdown_like(const exit_reason& r) noexcept {
 [[noreturn]] void abandon_process(process* p) {
   exit_reason reason = decided_reason(p);
   finish_process(p, std::move(reason));  // moved: this frame is abandoned too
+}
+
+// Step 5 of the exit protocol: the crash report (grove/logger.hpp, log_kind::crash_report).
+void report_crash(pid self, std::string name, const exit_reason& reason, const process_extra* ex) noexcept {
+  try {
+    log_event e{log_level::error, log_kind::crash_report, self, std::move(name), reason, {}};
+    e.exception_type = reason.exception_type();
+    if (const stack_trace* site = reason.throw_site()) e.throw_site = *site;
+    if (ex) {
+      e.links.assign(ex->links.begin(), ex->links.end());
+      for (const auto& [ref, watcher] : ex->monitored_by) e.monitored_by.push_back(watcher);
+    }
+    e.text = e.name.empty() ? fmt::format("grove: process {} exited: {}", self, reason)
+                            : fmt::format("grove: process {} ({}) exited: {}", self, e.name, reason);
+    if (!e.exception_type.empty()) fmt::format_to(std::back_inserter(e.text), " ({})", e.exception_type);
+    if (!e.links.empty()) fmt::format_to(std::back_inserter(e.text), "; links {}", fmt::join(e.links, " "));
+    if (!e.monitored_by.empty()) fmt::format_to(std::back_inserter(e.text), "; monitored by {}", fmt::join(e.monitored_by, " "));
+    log(e);
+  } catch (...) {
+    // Out of memory building the report: it is lost.
+  }
 }
 
 }  // namespace
@@ -192,15 +216,9 @@ void exit_process(runtime_state* rt, process* p, const exit_reason& reason) noex
   }
   // 5.
   process_extra* ex = p->extra;
-  if (!is_shutdown_like(reason) && (!ex || (!ex->exit_by_signal && ex->links.empty() && ex->monitored_by.empty()))) {
-    try {
-      log(log_event{log_level::error, log_kind::crash_report, self, name, reason,
-                    name.empty() ? fmt::format("grove: process {} exited: {}", self, reason)
-                                 : fmt::format("grove: process {} ({}) exited: {}", self, name, reason)});
-    } catch (...) {
-      // Out of memory formatting the report: it is lost.
-    }
-  }
+  if (!is_shutdown_like(reason) && !(ex && ex->exit_by_signal) &&
+      ((rt && rt->config.crash_reports == crash_report_policy::all) || !ex || (ex->links.empty() && ex->monitored_by.empty())))
+    report_crash(self, std::move(name), reason, ex);
   // 6.
   if (ex) {
     if (rt) {

@@ -105,6 +105,7 @@ process_details details_of(process* p) {
   }
   d.reductions = p->reductions.load(std::memory_order_relaxed);  // its own counter
   d.trap_exit = p->trap_exit;
+  if (p == current_process()) d.stacktrace = stack_trace::current();  // where it parked, and its callers
   if (process_extra* ex = p->extra) {
     d.links.assign(ex->links.begin(), ex->links.end());
     for (auto& [ref, target] : ex->monitors) d.monitors.push_back(monitor_ref{ref, target});

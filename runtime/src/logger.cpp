@@ -16,9 +16,10 @@ namespace grove {
 namespace {
 
 void print_line(const log_event& e) {
-  std::string line = e.text;
-  line += '\n';
-  std::fwrite(line.data(), 1, line.size(), stderr);  // one write per line: lines from many threads do not mix
+  std::string out = e.text;
+  out += '\n';
+  if (!e.throw_site.empty()) out.append("    thrown at:\n").append(e.throw_site.to_string("      "));
+  std::fwrite(out.data(), 1, out.size(), stderr);  // one write per event: events from many threads do not mix
 }
 
 struct global_logger {

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -28,6 +29,7 @@
 
 #include "context.hpp"
 #include "mailbox.hpp"
+#include "throw_sites.hpp"
 #include "timer_wheel.hpp"
 
 namespace grove::internal {
@@ -67,6 +69,7 @@ struct process_extra {
   bool unmatched_mail_reported = false;                 // owner: report_unmatched_mail has logged it
   process_arena* arena = nullptr;                       // owner
   std::size_t max_heap_bytes = 0;                       // owner
+  std::unique_ptr<throw_record> last_throw;             // owner: its last throw, with grove::throw_traces (throw_sites.hpp)
 };
 
 struct alignas(64) process {

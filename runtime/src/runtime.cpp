@@ -51,6 +51,7 @@
 #include "introspection.hpp"
 #include "scheduler.hpp"
 #include "scoped_waiter.hpp"
+#include "throw_sites.hpp"
 #include "timers.hpp"
 
 namespace grove::internal {
@@ -198,6 +199,7 @@ runtime::runtime(runtime_config config) {
   unmatched_mail_threshold.store(static_cast<std::uint32_t>(std::min<std::size_t>(state_->config.unmatched_mail_warning, UINT32_MAX)),
                                  std::memory_order_relaxed);
   state_->slots.install_overflow_reports(&describe_running_process);
+  attach_throw_traces();  // throw sites, if the program links grove::throw_traces (stack_trace.cpp)
   for (auto& w : state_->workers) w->start(state_);
 }
 

@@ -12,6 +12,8 @@
 // escapes it: a return is exit reason `normal`, exit_unwind carries its reason, any other exception
 // becomes exit_reason::exception(what())). Then the exit protocol and the last switch to whichever
 // worker runs it now, never to return (finish_process, exit_protocol.cpp).
+#include <cxxabi.h>
+
 #include <cstdio>
 #include <typeinfo>
 
@@ -26,6 +28,7 @@
 #include "memory.hpp"
 #include "receive.hpp"
 #include "scheduler.hpp"
+#include "throw_sites.hpp"
 
 namespace grove::internal {
 
@@ -45,8 +48,15 @@ namespace grove::detail {
 
 using namespace grove::internal;
 
-exit_reason exception_reason(const std::exception& e) { return exit_reason::exception(e.what(), typeid(e).name()); }
-exit_reason unknown_exception_reason() { return exit_reason::exception("unknown exception (not derived from std::exception)"); }
+// With grove::throw_traces linked, the reason carries where the exception was thrown (stack_trace.cpp).
+exit_reason exception_reason(const std::exception& e) {
+  return exit_reason::exception(e.what(), typeid(e).name(), throw_site_of(dynamic_cast<const void*>(&e), &typeid(e)));
+}
+exit_reason unknown_exception_reason() {
+  const std::type_info* type = abi::__cxa_current_exception_type();
+  return exit_reason::exception("unknown exception (not derived from std::exception)", type ? type->name() : std::string(),
+                                throw_site_of(nullptr, type));
+}
 
 result<spawned> spawn_entry(const spawn_options& options, const entry_ops& ops, void (*construct)(void*, void*), void* arg) {
   runtime_state* rt = current_runtime();

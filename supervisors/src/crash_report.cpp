@@ -86,16 +86,34 @@ std::string format_report(const crash_report& r) {
   return who(r) + ": unknown report";
 }
 
+namespace {
+// Whether the report is of a child's own failure, whose reason's throw site it shows (a give-up repeats
+// the last crash's reason, already shown with that crash's report).
+bool is_crash(report_kind kind) noexcept {
+  return kind == report_kind::child_crashed || kind == report_kind::start_failed || kind == report_kind::restart_failed ||
+         kind == report_kind::shutdown_error;
+}
+}  // namespace
+
 void print_report(const crash_report& report) {
-  std::string line = format_report(report);
-  line += '\n';
-  std::fwrite(line.data(), 1, line.size(), stderr);  // one write per line: lines from many supervisors do not mix
+  std::string out = format_report(report);
+  out += '\n';
+  if (const stack_trace* site = report.reason.throw_site(); site && is_crash(report.kind))
+    out.append("    thrown at:\n").append(site->to_string("      "));
+  std::fwrite(out.data(), 1, out.size(), stderr);  // one write per report: reports from many supervisors do not mix
 }
 
 void log_report(const crash_report& report) {
   const bool progress = report.kind == report_kind::child_restarted;
-  grove::log(grove::log_event{progress ? grove::log_level::info : grove::log_level::error, grove::log_kind::supervisor,
-                              report.supervisor, report.supervisor_name, report.reason, format_report(report)});
+  grove::log_event e{progress ? grove::log_level::info : grove::log_level::error, grove::log_kind::supervisor,
+                     report.supervisor, report.supervisor_name, report.reason, format_report(report)};
+  // A crash's exception: its type, and where it was thrown (with grove::throw_traces linked), which
+  // the default logger prints under the line.
+  if (is_crash(report.kind)) {
+    e.exception_type = report.reason.exception_type();
+    if (const stack_trace* site = report.reason.throw_site()) e.throw_site = *site;
+  }
+  grove::log(e);
 }
 
 void set_logger(logger l) {

@@ -11,7 +11,7 @@
 # deb: makes the Debian package with CPack (the build's install, under /usr), checks its Depends and
 #   that apt would install it here (apt-get -s), unpacks it into a scratch root and builds a consumer.
 cmake_minimum_required(VERSION 3.22)
-set(components runtime supervisors services http)
+set(components runtime supervisors services http throw_traces)
 
 function(run)
   cmake_parse_arguments(arg "" "WHAT;OUTPUT" "COMMAND" ${ARGN})

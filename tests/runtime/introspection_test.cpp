@@ -109,6 +109,42 @@ TEST_CASE("an idle runtime parks its workers") {
   }));
 }
 
+namespace {
+// A named frame for the stack trace of a parked process to show; noinline: it keeps its frame.
+[[gnu::noinline]] void wait_for_orders(grove::pid parent) {
+  grove::send(parent, go{});
+  grove::receive([](go) {});
+  asm volatile("");  // not a tail call
+}
+}  // namespace
+
+TEST_CASE("process_info of a parked process shows where it waits: the receive and every caller up to its function") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  grove::pid p = grove::spawn([self] { wait_for_orders(self); });
+  grove::receive([](go) {});
+  REQUIRE(grove_test::wait_until([&] {
+    auto s = grove::process_summary_of(p);
+    return s && s->waiting_on == grove::wait_reason::receive;
+  }));
+  auto info = grove::process_info(p);
+  REQUIRE(info);
+  CHECK(info->answered);
+  REQUIRE(!info->stacktrace.empty());
+  const std::string text = info->stacktrace.to_string();
+  CHECK(text.find("wait_for_orders") != std::string::npos);
+  // The call that parks it (grove::receive, a template: its out-of-line part), above its caller.
+  CHECK(text.find("grove::detail::receive") != std::string::npos);
+  CHECK(text.find("grove::detail::receive") < text.find("wait_for_orders"));
+  // It still waits, and goes on when told.
+  auto ref = grove::monitor(p);
+  grove::send(p, go{});
+  auto d = grove::receive([](grove::down d) { return d; });
+  CHECK(d.ref == ref);
+  CHECK(d.reason.is_normal());
+}
+
 // ---- Published summaries: answers that never wait for the process ----
 
 namespace {
@@ -143,6 +179,7 @@ TEST_CASE("a process computing without runtime calls is described as running; on
   auto info = grove::process_info(spinners[0], 100ms);
   REQUIRE(info);
   CHECK_FALSE(info->answered);
+  CHECK(info->stacktrace.empty());  // only a process that answers says where it stands
   CHECK(info->pid == spinners[0]);
   CHECK(info->status == grove::process_status::running);
   CHECK(info->reductions >= 1);  // its send

@@ -40,6 +40,12 @@ TEST_CASE("a process that crashes while no process links to it or monitors it is
   CHECK(r.name == "payments");
   CHECK(r.reason.is_exception());
   CHECK(r.reason.text() == "card declined");
+  CHECK(r.exception_type == "std::runtime_error");
+  CHECK(r.text.find("(std::runtime_error)") != std::string::npos);
+  // This executable does not link grove::throw_traces: no throw site is recorded (tests/throw_traces/).
+  CHECK(r.throw_site.empty());
+  CHECK(r.reason.throw_site() == nullptr);
+  CHECK(r.links.empty());
   CHECK(r.text.find(fmt::format("{}", p)) != std::string::npos);
   CHECK(r.text.find("payments") != std::string::npos);
   CHECK(r.text.find("card declined") != std::string::npos);
@@ -83,6 +89,33 @@ TEST_CASE("normal and shutdown exits, observed crashes and deaths by exit signal
   auto reports = logs.of(grove::log_kind::crash_report);
   REQUIRE(reports.size() == 1);
   CHECK(reports[0].process == marker);
+}
+
+TEST_CASE("with crash_reports = all, linked and monitored crashes are reported too, naming their links and monitors") {
+  grove_test::log_capture logs;
+  grove_test::runtime_fixture rt(grove::runtime_config{.crash_reports = grove::crash_report_policy::all});
+  grove::scoped_process me;
+  grove::trap_exit(true);
+  auto m = grove::spawn_monitor([] { throw std::runtime_error("seen"); });
+  grove::receive([](grove::down) {});
+  grove::pid linked = grove::spawn_link([] { throw std::runtime_error("seen too"); });
+  grove::receive([](grove::exit_signal) {});
+  // Still not reported: normal exits and deaths by exit signal.
+  grove::pid victim = grove::spawn_link([] { grove::receive([](go) {}); });
+  grove::exit(victim, grove::exit_reason::kill());
+  grove::receive([](grove::exit_signal) {});
+  grove::pid marker = run_unobserved([] { throw std::runtime_error("marker"); });
+  REQUIRE(grove_test::wait_until([&] { return logs.of(grove::log_kind::crash_report).size() == 3; }));
+  auto reports = logs.of(grove::log_kind::crash_report);
+  REQUIRE(reports.size() == 3);
+  CHECK(reports[0].process == m.pid);
+  CHECK(reports[0].monitored_by == std::vector<grove::pid>{me.pid()});
+  CHECK(reports[0].links.empty());
+  CHECK(reports[0].text.find(fmt::format("monitored by {}", me.pid())) != std::string::npos);
+  CHECK(reports[1].process == linked);
+  CHECK(reports[1].links == std::vector<grove::pid>{me.pid()});
+  CHECK(reports[1].text.find(fmt::format("links {}", me.pid())) != std::string::npos);
+  CHECK(reports[2].process == marker);
 }
 
 TEST_CASE("an arena over its limit is reported through the logger") {

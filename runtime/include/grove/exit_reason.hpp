@@ -19,6 +19,8 @@
 
 #include <fmt/core.h>
 
+#include <grove/stack_trace.hpp>
+
 #include <grove/detail/named_formatter.hpp>
 #include <grove/detail/visibility.hpp>
 GROVE_PUBLIC_BEGIN
@@ -38,9 +40,11 @@ class exit_reason {
   static exit_reason kill() noexcept { return exit_reason(kind::kill); }
   static exit_reason killed() noexcept { return exit_reason(kind::killed); }
   static exit_reason noproc() noexcept { return exit_reason(kind::noproc); }
-  // An exception escaped the process; `what` is its what(), `type` its type name when known.
-  static exit_reason exception(std::string what, std::string type = {}) {
-    return exit_reason(kind::exception, make(std::move(what), type.empty() ? std::any{} : std::any(std::move(type))));
+  // An exception escaped the process; `what` is its what(), `type` its type name when known (as
+  // typeid().name() gives it), `throw_site` where it was thrown when known (grove/stack_trace.hpp).
+  static exit_reason exception(std::string what, std::string type = {}, stack_trace throw_site = {}) {
+    return exit_reason(kind::exception, make(std::move(what), type.empty() ? std::any{} : std::any(std::move(type)), {},
+                                             std::move(throw_site)));
   }
   static exit_reason max_heap_size(std::string detail) {
     return exit_reason(kind::max_heap_size, make(std::move(detail), {}));
@@ -69,6 +73,13 @@ class exit_reason {
   // One line, e.g. "normal", "exception: division by zero", "bad_config", or a user reason's name
   // and description: "shutdown: failed_to_start_child 'db': exception: connection refused".
   std::string to_string() const;
+  // An exception reason's type, demangled ("std::runtime_error"); empty if unknown or not an exception.
+  std::string exception_type() const;
+  // Where an exception reason's exception was thrown: recorded in programs linked with
+  // grove::throw_traces (grove/stack_trace.hpp); nullptr if not recorded or not an exception.
+  const stack_trace* throw_site() const noexcept {
+    return detail_ && !detail_->throw_site.empty() ? &detail_->throw_site : nullptr;
+  }
   // A user reason's description (empty if it has none).
   std::string_view description() const noexcept { return detail_ ? std::string_view(detail_->description) : std::string_view(); }
 
@@ -82,9 +93,12 @@ class exit_reason {
     std::string text;
     std::any payload;
     std::string description;
+    stack_trace throw_site;
   };
-  static std::shared_ptr<const detail> make(std::string text, std::any payload, std::string description = {}) {
-    return std::make_shared<const detail>(detail{std::move(text), std::move(payload), std::move(description)});
+  static std::shared_ptr<const detail> make(std::string text, std::any payload, std::string description = {},
+                                            stack_trace throw_site = {}) {
+    return std::make_shared<const detail>(
+        detail{std::move(text), std::move(payload), std::move(description), std::move(throw_site)});
   }
   explicit exit_reason(kind k, std::shared_ptr<const detail> d = {}) noexcept : kind_(k), detail_(std::move(d)) {}
 

@@ -28,6 +28,7 @@
 #include <grove/registry.hpp>
 #include <grove/runtime.hpp>
 #include <grove/scoped_process.hpp>
+#include <grove/stack_trace.hpp>
 #include <grove/timer.hpp>
 
 #include <grove/detail/visibility.hpp>

@@ -22,6 +22,7 @@
 #include <grove/exit_reason.hpp>
 #include <grove/link.hpp>
 #include <grove/pid.hpp>
+#include <grove/stack_trace.hpp>
 
 #include <grove/detail/named_formatter.hpp>
 #include <grove/detail/visibility.hpp>
@@ -98,6 +99,10 @@ struct process_details {
   std::string registered_name;               // empty if none
   int worker = -1;                           // the worker it runs on; -1 for a scoped_process
   bool trap_exit = false;
+  // Where it stands, as Erlang's current_stacktrace: captured by the process as it answers, so for a
+  // parked process the runtime's frames that answer, then the call that parked it (receive, sleep_for,
+  // an IO wait) and every caller up to its function. Empty when it did not answer.
+  stack_trace stacktrace;
 };
 
 // Details of a live process; nullopt if it is not alive. If it does not answer within `timeout`,

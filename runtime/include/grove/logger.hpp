@@ -1,10 +1,11 @@
 // grove/logger.hpp: where Grove's reports go.
 //
 // Everything Grove has to say goes through one hook, as in OTP's logger: crash reports of processes
-// whose exit reaches no one, the runtime's own warnings (a swallowed exit, an arena over its limit,
+// whose exit reaches no one (or of every crash: runtime_config::crash_reports), the runtime's own warnings (a swallowed exit, an arena over its limit,
 // what stop() left behind), and, by default, the supervisors' reports (grove/supervisor/crash_report.hpp).
-// The default logger writes each event's text as one line to stderr (one write per line, so lines
-// from many workers do not mix). set_logger replaces it for the whole program; an empty logger
+// The default logger writes each event's text as one line to stderr, followed, when the event has a
+// throw site, by its frames, one a line, indented (one write per event, so events from many workers
+// do not mix). set_logger replaces it for the whole program; an empty logger
 // silences Grove.
 //
 // A logger runs on whichever thread reports, often a worker thread inside a process that is ending:
@@ -15,9 +16,12 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <grove/exit_reason.hpp>
 #include <grove/pid.hpp>
+#include <grove/stack_trace.hpp>
 
 #include <grove/detail/named_formatter.hpp>
 #include <grove/detail/visibility.hpp>
@@ -29,8 +33,9 @@ enum class log_level { error, warning, info };
 
 // What an event is about.
 enum class log_kind {
-  crash_report,    // a process exited with a reason other than normal or shutdown and no process
-                   // links to it or monitors it (so its reason would otherwise reach no one)
+  crash_report,    // a process exited with a reason of its own other than normal or shutdown and no
+                   // process links to it or monitors it (so its reason would otherwise reach no one);
+                   // with runtime_config::crash_reports == all, whoever links to it or monitors it
   exit_swallowed,  // a process caught its own exit with catch (...) and went on (grove/process.hpp)
   max_heap_size,   // a process's arena passed its limit; the process was killed
   stop,            // runtime::stop overran its deadline or left something behind
@@ -46,13 +51,26 @@ const char* to_string(log_kind kind) noexcept;
 const char* to_string(log_level level) noexcept;
 
 struct log_event {
+  log_event() = default;
+  log_event(log_level l, log_kind k, grove::pid p, std::string n, exit_reason r, std::string t)
+      : level(l), kind(k), process(p), name(std::move(n)), reason(std::move(r)), text(std::move(t)) {}
+
   log_level level = log_level::error;
   log_kind kind = log_kind::crash_report;
   grove::pid process;         // the process concerned, if any
   std::string name;           // its registered name, if it had one
   exit_reason reason;         // crash_report, max_heap_size: why it exited
   std::string text;           // the whole report, one line without a newline, e.g.
-                              // "grove: process <0.42.1> (db) crashed: exception: connection refused"
+                              // "grove: process <0.42.1> (db) exited: exception: connection refused
+                              // (std::runtime_error)"
+  // crash_report and supervisor reports whose reason is an exception: its type, demangled, and where
+  // it was thrown, if known (recorded when the program links grove::throw_traces: grove/stack_trace.hpp).
+  std::string exception_type;
+  stack_trace throw_site;
+  // crash_report: the processes linked to it and those monitoring it when it exited (always empty
+  // with runtime_config::crash_reports == unobserved, which reports only crashes nobody hears of).
+  std::vector<grove::pid> links;
+  std::vector<grove::pid> monitored_by;
 };
 
 using logger = std::function<void(const log_event&)>;

@@ -20,6 +20,16 @@ GROVE_PUBLIC_BEGIN
 
 namespace grove {
 
+// Which exits runtime_config::crash_reports reports (log_kind::crash_report, grove/logger.hpp).
+enum class crash_report_policy {
+  unobserved,  // exits whose reason reaches no one else: of the process's own making (it returned or
+               // threw a reason, grove::exit, its arena; not an exit signal, whose sender knows), with
+               // a reason other than normal or shutdown, while no process links to it or monitors it
+  all,         // every exit of the process's own making with a reason other than normal or shutdown,
+               // linked or monitored or not, as OTP's proc_lib does (a supervised child's crash is then
+               // reported twice: this report and the supervisor's)
+};
+
 struct runtime_config {
   // Worker threads (the schedulers). 0: one per hardware thread.
   unsigned workers = 0;
@@ -46,6 +56,8 @@ struct runtime_config {
   // is far above what any workload in bench/ queues (a receiver that keeps up holds at most one
   // inbox batch, 256, in its saved queue).
   std::size_t unmatched_mail_warning = 10'000;
+  // Which crashes get a crash report (crash_report_policy above).
+  crash_report_policy crash_reports = crash_report_policy::unobserved;
 };
 
 // What stop() found: how the processes alive at the time ended, and what it had to leave behind.

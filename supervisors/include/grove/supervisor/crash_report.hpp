@@ -57,9 +57,11 @@ using logger = std::function<void(const crash_report&)>;
 //   supervisor app <0.12.1>: child 'db' <0.15.1> crashed: exception: timeout; restarts 1 of 3 in 5000 ms
 std::string format_report(const crash_report& report);
 // The default logger: format_report through grove::log (level error for crashes, failures and
-// give-ups, info for restarts), with the supervisor (or the child) as the event's process.
+// give-ups, info for restarts), with the supervisor (or the child) as the event's process, and the
+// reason's exception type and throw site (grove/stack_trace.hpp) in the event.
 void log_report(const crash_report& report);
-// format_report plus a newline to stderr, in one write.
+// format_report plus a newline to stderr, and the throw site's frames under it if the reason has
+// one, in one write.
 void print_report(const crash_report& report);
 // The global logger, used by supervisors that have none of their own. An empty logger silences
 // them. Thread-safe; takes effect for reports made after it returns.
