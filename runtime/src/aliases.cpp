@@ -9,6 +9,7 @@
 #include "exit_protocol.hpp"
 #include "receive.hpp"
 #include "signal_nodes.hpp"
+#include "tracer.hpp"
 
 namespace grove {
 
@@ -48,6 +49,9 @@ void send_node_to_alias(const alias& to, message_node* n) {
       throw;
     }
   }
+  if (tracing(event_kind::send)) [[unlikely]]
+    record(event_kind::send, 0, 0, self ? self->id().bits() : 0, to.owner.bits(), reinterpret_cast<std::uintptr_t>(n),
+           reinterpret_cast<std::uintptr_t>(n->type));
   // The wrapper owns n from here: if allocating it throws, n is freed with it.
   deliver(*rt, to.owner, make_signal<alias_delivery>(to.id, n), true);
   if (self) charge(self, true);

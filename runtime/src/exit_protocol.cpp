@@ -74,6 +74,7 @@
 #include "signal_handling.hpp"
 #include "signal_nodes.hpp"
 #include "timers.hpp"
+#include "tracer.hpp"
 
 namespace grove::internal {
 
@@ -196,6 +197,9 @@ void exit_process(runtime_state* rt, process* p, const exit_reason& reason) noex
   // 3.
   disarm_timeout(p);
   const pid self = p->id();
+  if (tracing(event_kind::exit)) [[unlikely]]
+    record(event_kind::exit, static_cast<std::uint8_t>(reason.what_kind()), 0, self.bits(),
+           reason.what_kind() >= exit_reason::kind::exception ? intern_trace_text(reason.to_string()) : 0);
   std::string name;
   if (rt && p->has_name.load(std::memory_order_acquire)) {  // acquire: pairs with register
     try {

@@ -149,6 +149,9 @@ void send_node(pid to, message_node* n) {
       throw;
     }
   }
+  if (tracing(event_kind::send)) [[unlikely]]  // before the push: the receive cannot come first
+    record(event_kind::send, 0, 0, self ? self->id().bits() : 0, to.bits(), reinterpret_cast<std::uintptr_t>(n),
+           reinterpret_cast<std::uintptr_t>(n->type));
   deliver(*rt, to, n, true);  // a dead target counts a dead letter there
   if (self) charge(self, true);
 }
@@ -173,11 +176,15 @@ matched receive_node(match_fn match, void* matcher, std::int64_t timeout_ns) {
   disarm_on_return disarm{p};
   message_node* prev = nullptr;  // the last message this call has rejected (scan cursor)
   message_node* cur = p->saved.head();
+  std::uint32_t passed = 0;      // messages passed over (for the trace)
   for (;;) {
-    for (; cur; prev = cur, cur = saved_list::next_of(cur)) {
+    for (; cur; prev = cur, cur = saved_list::next_of(cur), ++passed) {
       int h = match(matcher, cur);
       if (h >= 0) {
         message_node* n = p->saved.remove_after(prev);
+        if (tracing(event_kind::receive)) [[unlikely]]
+          record(event_kind::receive, 0, passed, p->id().bits(), 0, reinterpret_cast<std::uintptr_t>(n),
+                 reinterpret_cast<std::uintptr_t>(n->type));
         charge(p, false);
         return {n, h};
       }
@@ -191,7 +198,12 @@ matched receive_node(match_fn match, void* matcher, std::int64_t timeout_ns) {
         continue;
       }
     }
-    if (!forever && (timeout_ns == 0 || now_ns() >= deadline)) return {nullptr, -1};
+    if (!forever && (timeout_ns == 0 || now_ns() >= deadline)) {
+      if (timeout_ns > 0 && tracing(event_kind::receive_timeout)) [[unlikely]]
+        record(event_kind::receive_timeout, static_cast<std::uint8_t>(match == &match_nothing ? wait_reason::sleep : wait_reason::receive),
+               0, p->id().bits());
+      return {nullptr, -1};
+    }
     wait_for_wake(p, forever ? 0 : deadline, match == &match_nothing ? wait_reason::sleep : wait_reason::receive);
   }
 }

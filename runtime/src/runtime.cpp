@@ -200,6 +200,7 @@ runtime::runtime(runtime_config config) {
                                  std::memory_order_relaxed);
   state_->slots.install_overflow_reports(&describe_running_process);
   attach_throw_traces();  // throw sites, if the program links grove::throw_traces (stack_trace.cpp)
+  start_tracing_from_environment(state_->tracer);  // GROVE_TRACE (tracer.cpp); the rings before the workers run
   for (auto& w : state_->workers) w->start(state_);
 }
 
@@ -282,7 +283,8 @@ stop_report runtime::stop(std::chrono::milliseconds deadline) {
       ++report.workers_left_running;
     }
   }
-  // 7.
+  // 7. The trace ends here; GROVE_TRACE's file is written while the runtime is still current.
+  finish_tracing(rt.tracer);
   cancel_all_timers(rt);
   rt.slots.remove_overflow_reports();
   rt.current_phase.store(state::phase::stopped, std::memory_order_release);

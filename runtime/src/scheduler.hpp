@@ -24,6 +24,7 @@
 #include "run_queue.hpp"
 #include "stack_slots.hpp"
 #include "timer_wheel.hpp"
+#include "tracer.hpp"
 
 namespace grove::internal {
 
@@ -96,6 +97,10 @@ class worker {
   inject_queue pinned_inbox;                // shared: pinned processes of this worker made runnable by other threads
   std::atomic<bool> pinned_pending{false};  // shared: set after a push into pinned_inbox; the owner clears it before draining
   std::atomic<process*> runnext{nullptr};   // shared: owner sets/takes; a thief takes it only from a stuck worker
+
+  // shared: the ring this worker records trace events into (tracer.hpp), or null: set by
+  // trace::start (release), loaded by the owner's record() (acquire)
+  std::atomic<trace_ring*> trace_out{nullptr};
 
   // Statistics: written by the owner (relaxed), read by system_info.
   std::atomic<std::uint64_t> switches{0}, steals{0}, parks{0}, timers_fired{0}, spawned{0};
@@ -177,6 +182,7 @@ struct runtime::state : std::enable_shared_from_this<runtime::state> {
   internal::poller poller;                         // the runtime's epoll (poller.hpp)
   internal::io_table io;                           // fd registrations (io.hpp)
   internal::blocking_pool blocking;                // run_blocking's threads (blocking.hpp)
+  internal::tracer tracer;                         // grove::trace's rings (tracer.hpp)
   // shared: who holds the poller: nobody, an idle worker that sleeps in it (or is about to), or a
   // busy worker reaping it without waiting (parking.cpp, step 6)
   enum class poller_holder : std::uint8_t { none, sleeper, reaper };

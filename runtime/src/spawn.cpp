@@ -100,6 +100,8 @@ result<spawned> spawn_entry(const spawn_options& options, const entry_ops& ops, 
     result.monitor = monitor_ref{ref, result.pid};
   }
 
+  if (tracing(trace::event_kind::spawn)) [[unlikely]]
+    record(trace::event_kind::spawn, 0, 0, parent ? parent->id().bits() : 0, result.pid.bits());
   worker* w = this_worker();
   if (w && &w->rt == rt) {
     w->spawned.fetch_add(1, std::memory_order_relaxed);  // statistics

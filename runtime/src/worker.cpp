@@ -302,8 +302,14 @@ void worker::run(process* p) {
   }
   p->parked = park_reason::none;
   switches.fetch_add(1, std::memory_order_relaxed);  // statistics (also the stuck-worker heuristic)
+  if (tracing(event_kind::run_begin)) [[unlikely]]
+    record(event_kind::run_begin, 0, local.size(), p->id().bits());
   transfer t = switch_to(sched_ctx, p->ctx, rt.slots.bounds(p), thread_eh, this);
   current = nullptr;
+  if (tracing(event_kind::run_end)) [[unlikely]]
+    record(event_kind::run_end,
+           static_cast<std::uint8_t>(static_cast<unsigned>(p->parked) | (p->activity.load(std::memory_order_relaxed) & 0xF) << 4), 0,
+           p->id().bits());
   if (p->parked != park_reason::exit) {
     p->ctx.fctx = t.fctx;
     // Published for introspection (process.hpp, `stack_units`); relaxed: a snapshot.

@@ -30,6 +30,7 @@
 #include <grove/scoped_process.hpp>
 #include <grove/stack_trace.hpp>
 #include <grove/timer.hpp>
+#include <grove/trace.hpp>
 
 #include <grove/detail/visibility.hpp>
 GROVE_PUBLIC_BEGIN

@@ -44,6 +44,7 @@ enum class log_kind {
   service,         // a service library's report: an HTTP handler that threw, an accept that fails (grove::http)
   unmatched_mail,  // a process's mailbox passed runtime_config::unmatched_mail_warning messages no
                    // receive has matched (reported once per process; the text names the types)
+  trace,           // grove/trace.hpp: a trace file written (GROVE_TRACE), or that could not be
 };
 
 // The name of the kind: "crash_report", ...; of the level: "error", "warning", "info". fmt formats both so.

@@ -1,0 +1,90 @@
+// grove/trace.hpp: what the scheduler and the processes did, recorded as it happens and written as
+// a Perfetto trace (open it at https://ui.perfetto.dev).
+//
+//   grove::trace::start();                          // every event kind, 65,536 events per worker
+//   ... the program runs ...
+//   grove::trace::write_perfetto("/tmp/grove.pftrace");
+//
+// Or without touching the program: GROVE_TRACE=<file> starts tracing when the runtime starts and
+// writes the file when it stops (GROVE_TRACE_BUFFER=<events per worker> sizes the rings).
+//
+// Each worker records into a ring of its own (no lock, no allocation; ~25-30 ns an event), and
+// threads that are not workers into one shared ring: a **flight recorder** that always holds the
+// newest events_per_worker events of each worker, older ones overwritten. write_perfetto and
+// snapshot read the rings while recording goes on, without stopping anyone; an event being
+// overwritten as they read is left out, never torn. Switched off (the default), each place that
+// records costs one relaxed load and a branch.
+//
+// What the trace shows: one track per worker (a slice per process run, named by pid and registered
+// name; a counter of its run-queue length), and one per process (its runs, its waits and why, an
+// instant for each send, receive, receive timeout, spawn and exit), with a flow arrow from each send
+// to the receive that took the message. A call that timed out reads: the request's arrow into the
+// server, the server's long run (or its queue behind another), the caller's "receive timed out",
+// then the late reply's arrow.
+//
+// Not recorded (yet): link, monitor and exit-signal delivery, steals, IO readiness, supervisor and
+// pool events; per-process switching (erlang:trace/3 for one pid); a dump on a signal.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include <grove/errc.hpp>
+#include <grove/pid.hpp>
+
+#include <grove/detail/visibility.hpp>
+GROVE_PUBLIC_BEGIN
+
+namespace grove::trace {
+
+// Event kinds, also the bits of options::kinds.
+enum class event_kind : std::uint8_t {
+  spawn,            // process: the parent (null from a foreign thread); other: the child
+  exit,             // process: who exited; detail: its reason
+  send,             // process: the sender (null from a foreign thread); other: the receiver; message_type
+  receive,          // process: the receiver; message_type; count: messages it passed over first
+  receive_timeout,  // process: a receive (or sleep) whose timeout ended it
+  run_begin,        // process: starts running on `worker`; count: the worker's run-queue length then
+  run_end,          // process: stops running; detail: why ("wait: receive", "yield", "exit", ...)
+};
+
+inline constexpr std::uint32_t bit(event_kind k) noexcept { return 1u << static_cast<unsigned>(k); }
+inline constexpr std::uint32_t all_events = 0x7F;
+
+struct options {
+  std::size_t events_per_worker = 65536;  // ring size per worker (rounded up to a power of two, >= 64)
+  std::uint32_t kinds = all_events;       // which event kinds to record (bit(event_kind::send) | ...)
+};
+
+// Starts recording, with fresh rings (what an earlier start recorded is dropped): an empty error
+// code, or errc::not_running without a running runtime. Thread-safe.
+std::error_code start(const options& o = {});
+// Stops recording; what was recorded stays readable until the next start or the runtime's end.
+void stop() noexcept;
+bool is_recording() noexcept;
+
+struct event {
+  event_kind kind = event_kind::spawn;
+  std::uint64_t time_ns = 0;          // CLOCK_MONOTONIC
+  int worker = -1;                    // the worker that recorded it; -1: another thread
+  grove::pid process;
+  grove::pid other;
+  const char* message_type = nullptr; // send, receive: the C++ type's name (as typeid gives it)
+  std::uint64_t message_id = 0;       // send, receive: the same non-zero id for a send and the receive
+                                      // that took its message (0: the other end is not in the rings)
+  std::uint32_t count = 0;            // receive: messages passed over; run_begin: run-queue length
+  std::string detail;                 // exit: the reason; run_end: why it stopped
+};
+
+// What the rings hold now, oldest first. Thread-safe; recording goes on meanwhile.
+std::vector<event> snapshot();
+// Writes what the rings hold as a Perfetto trace file; the number of events written.
+// errc::bad_argument if the file cannot be written. Thread-safe; recording goes on meanwhile.
+result<std::size_t> write_perfetto(const std::string& path);
+
+}  // namespace grove::trace
+
+GROVE_PUBLIC_END

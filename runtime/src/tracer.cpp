@@ -1,0 +1,301 @@
+// tracer.cpp: recording trace events (grove/trace.hpp) into per-worker rings, and reading them.
+//
+// ## Recording
+// Every recording site is `if (tracing(kind)) record(...)`: one relaxed load of trace_mask and a
+// branch while tracing is off. record() runs on the recording thread: a worker writes its own ring
+// (worker::trace_out) with no lock and no RMW; any other thread (a foreign sender, a scoped
+// process, a blocking thread) writes the one shared ring under foreign_lock. An event is six words:
+//   w[0] time (now_ns, CLOCK_MONOTONIC)
+//   w[1] kind | arg << 8 | worker << 16 (0xFFFF: not a worker) | x << 32
+//   w[2..5] a, b, c, d, per kind:
+//     spawn            a parent, b child
+//     exit             a pid, arg exit_reason::kind, b text id (intern_trace_text)
+//     send             a sender, b receiver, c message node address, d message_type*
+//     receive          a receiver, x messages passed over, c node address, d message_type*
+//     receive_timeout  a pid, arg wait_reason
+//     run_begin        a pid, x run-queue length
+//     run_end          a pid, arg park_reason | wait_reason << 4
+// Pids are their bits. A send and the receive of its message are paired when read, by node
+// address in time order: a node is freed only after its receive, so an address seen by a receive
+// belongs to the newest send of it before.
+//
+// ## Reading while recording (a seqlock per ring)
+// The owner writes slot h % capacity then publishes head = h + 1 (release), with a release fence
+// *before* the slot's words, so a reader that copied any word of a newer write is ordered after
+// the head store that preceded it. A reader loads head (h1), copies slots [h1 - capacity, h1),
+// fences (acquire) and loads head again (h2): the slots of events below h2 - capacity + 1 may have
+// been rewritten while it copied, so only [max(h1, h2 + 1) - capacity, h1) is kept. Every word is
+// a relaxed atomic: a torn copy is dropped, never a data race (ThreadSanitizer checks it).
+//
+// ## Rejected
+// A lock per ring (a worker would take it for every event); one shared MPSC queue (an RMW per
+// event on a shared line, and no flight-recorder overwrite); recording strings (names, reasons) in
+// the events: exits intern their reason's text under a lock (exits are rare next to messages), and
+// names are looked up when the trace is written.
+#include "tracer.hpp"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstdlib>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include <grove/exit_reason.hpp>
+#include <grove/introspection.hpp>
+#include <grove/logger.hpp>
+
+#include "clock.hpp"
+#include "process.hpp"
+#include "scheduler.hpp"
+
+namespace grove::internal {
+
+namespace {
+
+constexpr std::uint16_t foreign_worker = 0xFFFF;
+constexpr std::size_t min_events = 64;
+constexpr std::size_t max_events = std::size_t{1} << 26;  // 3 GiB of ring per worker: far past any use
+
+std::size_t ring_capacity(std::size_t requested) {
+  return std::bit_ceil(std::clamp(requested, min_events, max_events));
+}
+
+void write_slot(trace_ring& r, const std::uint64_t (&words)[6]) noexcept {
+  if (r.tid.load(std::memory_order_relaxed) == 0)
+    r.tid.store(static_cast<int>(::syscall(SYS_gettid)), std::memory_order_relaxed);  // a label
+  const std::uint64_t h = r.head.load(std::memory_order_relaxed);  // only this thread writes it
+  // release: a reader that copies any word below is ordered after our earlier head stores (file comment)
+  std::atomic_thread_fence(std::memory_order_release);
+  trace_slot& s = r.slots[h & r.mask];
+  for (int i = 0; i < 6; ++i) s.w[i].store(words[i], std::memory_order_relaxed);
+  r.head.store(h + 1, std::memory_order_release);  // release: the slot's words before the new head
+}
+
+// The events of one ring still intact, oldest first (file comment, "Reading while recording").
+void copy_ring(const trace_ring& r, std::vector<std::array<std::uint64_t, 6>>& out) {
+  const std::uint64_t cap = r.mask + 1;
+  const std::uint64_t h1 = r.head.load(std::memory_order_acquire);  // acquire: the slots below it are written
+  const std::uint64_t from = h1 > cap ? h1 - cap : 0;
+  std::vector<std::array<std::uint64_t, 6>> copied(h1 - from);
+  for (std::uint64_t i = from; i < h1; ++i)
+    for (int k = 0; k < 6; ++k) copied[i - from][k] = r.slots[i & r.mask].w[k].load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);  // the copies before the second look at head
+  const std::uint64_t h2 = r.head.load(std::memory_order_relaxed);
+  const std::uint64_t intact_from = h2 + 1 > cap ? h2 + 1 - cap : 0;
+  for (std::uint64_t i = std::max(from, intact_from); i < h1; ++i) out.push_back(copied[i - from]);
+}
+
+const char* park_words(unsigned park, unsigned wait) {
+  switch (park) {
+    case 1: return "yield";
+    case 2:
+      switch (static_cast<wait_reason>(wait)) {
+        case wait_reason::receive: return "wait: receive";
+        case wait_reason::sleep: return "wait: sleep";
+        case wait_reason::io: return "wait: io";
+        case wait_reason::blocking_call: return "wait: blocking call";
+        default: return "wait";
+      }
+    case 3: return "exit";
+    case 4: return "blocking call";
+    default: return "preempted";
+  }
+}
+
+const char* reason_kind_words(unsigned k) {
+  switch (static_cast<exit_reason::kind>(k)) {
+    case exit_reason::kind::normal: return "normal";
+    case exit_reason::kind::shutdown: return "shutdown";
+    case exit_reason::kind::kill: return "kill";
+    case exit_reason::kind::killed: return "killed";
+    case exit_reason::kind::noproc: return "noproc";
+    case exit_reason::kind::exception: return "exception";
+    case exit_reason::kind::max_heap_size: return "max_heap_size";
+    case exit_reason::kind::user: return "";
+  }
+  return "";
+}
+
+}  // namespace
+
+trace_ring::trace_ring(std::size_t capacity)
+    : mask(ring_capacity(capacity) - 1), slots(std::make_unique<trace_slot[]>(mask + 1)) {}
+
+void record(event_kind k, std::uint8_t arg, std::uint32_t x, std::uint64_t a, std::uint64_t b, std::uint64_t c,
+            std::uint64_t d) noexcept {
+  worker* w = this_worker();
+  const std::uint16_t widx = w ? static_cast<std::uint16_t>(w->index) : foreign_worker;
+  const std::uint64_t words[6] = {now_ns(),
+                                  static_cast<std::uint64_t>(k) | std::uint64_t{arg} << 8 | std::uint64_t{widx} << 16 |
+                                      std::uint64_t{x} << 32,
+                                  a, b, c, d};
+  if (w) {
+    // acquire: pairs with trace::start's release, so the ring is constructed
+    if (trace_ring* r = w->trace_out.load(std::memory_order_acquire)) write_slot(*r, words);
+    return;
+  }
+  runtime_state* rt = current_runtime();
+  if (!rt) return;
+  try {
+    std::lock_guard<std::mutex> g(rt->tracer.foreign_lock);
+    if (trace_ring* r = rt->tracer.foreign_out) write_slot(*r, words);
+  } catch (...) {
+    // A lock that cannot be taken (system error): the event is dropped.
+  }
+}
+
+std::uint64_t intern_trace_text(std::string_view text) noexcept {
+  runtime_state* rt = current_runtime();
+  if (!rt || text.empty()) return 0;
+  try {
+    std::lock_guard<std::mutex> g(rt->tracer.text_lock);
+    rt->tracer.texts.emplace_back(text);
+    return rt->tracer.texts.size();
+  } catch (...) {
+    return 0;  // out of memory: the exit goes without its text
+  }
+}
+
+std::vector<trace::event> trace_snapshot(tracer& t) {
+  std::vector<std::array<std::uint64_t, 6>> raw;
+  {
+    std::lock_guard<std::mutex> g(t.lock);
+    for (std::size_t i = 0; i + 1 < t.rings.size(); ++i) copy_ring(*t.rings[i], raw);
+    std::lock_guard<std::mutex> wg(t.foreign_lock);  // the shared ring's writers hold it
+    if (t.foreign_out) copy_ring(*t.foreign_out, raw);
+  }
+  // Sends before receives at equal times: a receive never precedes its send.
+  std::stable_sort(raw.begin(), raw.end(), [](const auto& x, const auto& y) {
+    if (x[0] != y[0]) return x[0] < y[0];
+    return (x[1] & 0xFF) == static_cast<unsigned>(event_kind::send) && (y[1] & 0xFF) != static_cast<unsigned>(event_kind::send);
+  });
+  std::vector<std::string> texts;
+  {
+    std::lock_guard<std::mutex> g(t.text_lock);
+    texts = t.texts;
+  }
+  std::vector<trace::event> out;
+  out.reserve(raw.size());
+  std::unordered_map<std::uint64_t, std::uint64_t> in_flight;  // node address → message id
+  std::uint64_t next_id = 0;
+  for (const auto& r : raw) {
+    trace::event e;
+    e.kind = static_cast<event_kind>(r[1] & 0xFF);
+    const unsigned arg = static_cast<unsigned>((r[1] >> 8) & 0xFF);
+    const auto widx = static_cast<std::uint16_t>((r[1] >> 16) & 0xFFFF);
+    const auto x = static_cast<std::uint32_t>(r[1] >> 32);
+    e.time_ns = r[0];
+    e.worker = widx == foreign_worker ? -1 : widx;
+    e.process = pid::from_bits(r[2]);
+    switch (e.kind) {
+      case event_kind::spawn: e.other = pid::from_bits(r[3]); break;
+      case event_kind::exit: {
+        const std::string_view words = reason_kind_words(arg);
+        const std::string* text = r[3] && r[3] <= texts.size() ? &texts[r[3] - 1] : nullptr;
+        e.detail = text ? *text : std::string(words);  // the text is the reason in full (exit_reason::to_string)
+        break;
+      }
+      case event_kind::send:
+        e.other = pid::from_bits(r[3]);
+        e.message_type = r[5] ? reinterpret_cast<const detail::message_type*>(r[5])->name() : nullptr;
+        e.message_id = ++next_id;
+        in_flight[r[4]] = e.message_id;
+        break;
+      case event_kind::receive: {
+        e.message_type = r[5] ? reinterpret_cast<const detail::message_type*>(r[5])->name() : nullptr;
+        e.count = x;
+        auto it = in_flight.find(r[4]);
+        if (it != in_flight.end()) {
+          e.message_id = it->second;
+          in_flight.erase(it);
+        }
+        break;
+      }
+      case event_kind::receive_timeout: break;
+      case event_kind::run_begin: e.count = x; break;
+      case event_kind::run_end: e.detail = park_words(arg & 0xF, arg >> 4); break;
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+void start_tracing_from_environment(tracer& t) noexcept {
+  const char* path = std::getenv("GROVE_TRACE");
+  if (!path || !*path) return;
+  trace::options o;
+  if (const char* n = std::getenv("GROVE_TRACE_BUFFER")) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(n, &end, 10);
+    if (end != n && v > 0) o.events_per_worker = static_cast<std::size_t>(v);
+  }
+  try {
+    t.env_path = path;
+  } catch (...) {
+    return;
+  }
+  (void)trace::start(o);
+}
+
+void finish_tracing(tracer& t) noexcept {
+  trace::stop();
+  if (t.env_path.empty()) return;
+  auto written = trace::write_perfetto(t.env_path);
+  try {
+    log(log_event{written ? log_level::info : log_level::error, log_kind::trace, {}, {}, {},
+                  written ? fmt::format("grove: trace of {} events written to {} (GROVE_TRACE)", *written, t.env_path)
+                          : fmt::format("grove: could not write the trace to {} (GROVE_TRACE)", t.env_path)});
+  } catch (...) {
+  }
+  t.env_path.clear();
+}
+
+}  // namespace grove::internal
+
+namespace grove::trace {
+
+using namespace grove::internal;
+
+std::error_code start(const options& o) {
+  runtime_state* rt = current_runtime();
+  if (!rt || rt->current_phase.load(std::memory_order_acquire) != runtime_state::phase::running)
+    return make_error_code(errc::not_running);
+  tracer& t = rt->tracer;
+  std::lock_guard<std::mutex> g(t.lock);
+  trace_mask.store(0, std::memory_order_relaxed);  // a switch: writers that still see it on write old rings
+  // Old rings are kept until the runtime ends: a worker may be writing one as we replace it.
+  std::vector<std::unique_ptr<trace_ring>> fresh;
+  fresh.reserve(rt->workers.size() + 1);
+  for (std::size_t i = 0; i <= rt->workers.size(); ++i) fresh.push_back(std::make_unique<trace_ring>(o.events_per_worker));
+  for (std::size_t i = 0; i < rt->workers.size(); ++i)
+    rt->workers[i]->trace_out.store(fresh[i].get(), std::memory_order_release);  // release: the ring's construction
+  {
+    std::lock_guard<std::mutex> wg(t.foreign_lock);
+    for (auto& r : t.rings) t.retired.push_back(std::move(r));
+    t.rings = std::move(fresh);
+    t.foreign_out = t.rings.back().get();
+  }
+  {
+    std::lock_guard<std::mutex> tg(t.text_lock);
+    t.texts.clear();
+  }
+  trace_mask.store(o.kinds & all_events, std::memory_order_relaxed);  // relaxed: see tracer.hpp
+  return {};
+}
+
+void stop() noexcept { trace_mask.store(0, std::memory_order_relaxed); }
+
+bool is_recording() noexcept { return trace_mask.load(std::memory_order_relaxed) != 0; }
+
+std::vector<event> snapshot() {
+  runtime_state* rt = current_runtime();
+  if (!rt) return {};
+  return trace_snapshot(rt->tracer);
+}
+
+}  // namespace grove::trace

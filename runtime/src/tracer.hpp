@@ -1,0 +1,69 @@
+// tracer.hpp: the recording half of grove/trace.hpp: the switch every recording site tests, the
+// per-worker rings, and record(). The design is in tracer.cpp; the Perfetto export in trace_export.cpp.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <grove/trace.hpp>
+
+namespace grove::internal {
+
+using trace::event_kind;
+
+// Which event kinds are recorded (trace::bit): 0 when tracing is off. relaxed at every site: a switch
+// only; the ring it leads to is published with release by tracer::start (record() loads it acquire).
+inline std::atomic<std::uint32_t> trace_mask{0};
+
+[[gnu::always_inline]] inline bool tracing(event_kind k) noexcept {
+  return (trace_mask.load(std::memory_order_relaxed) & trace::bit(k)) != 0;
+}
+
+// One event: six words, each a relaxed atomic so that a reader may copy a slot the owner is
+// rewriting (tracer.cpp, "Reading while recording"); on x86 they are plain moves.
+struct trace_slot {
+  std::atomic<std::uint64_t> w[6];
+};
+
+// A worker's ring (or the shared one of other threads, written under tracer::foreign_lock).
+struct trace_ring {
+  explicit trace_ring(std::size_t capacity);
+  const std::uint64_t mask;                  // capacity - 1 (a power of two)
+  std::unique_ptr<trace_slot[]> slots;
+  std::atomic<std::uint64_t> head{0};        // events ever written; owner stores (release), readers load
+  std::atomic<int> tid{0};                   // the writing thread's id, set at its first event (relaxed)
+};
+
+// Records one event (a, b, c, d: per kind, as tracer.cpp's table says). Called only when tracing(k).
+void record(event_kind k, std::uint8_t arg, std::uint32_t x, std::uint64_t a, std::uint64_t b = 0, std::uint64_t c = 0,
+            std::uint64_t d = 0) noexcept;
+// An exit reason's text for an exit event: an id into the tracer's table (0: none).
+std::uint64_t intern_trace_text(std::string_view text) noexcept;
+
+// The runtime's tracer (runtime_state::tracer).
+struct tracer {
+  std::mutex lock;                                   // start and readers
+  std::vector<std::unique_ptr<trace_ring>> rings;    // guarded by lock (and foreign_lock to change): one
+                                                     // per worker, then the foreign one
+  std::vector<std::unique_ptr<trace_ring>> retired;  // guarded by lock: rings of earlier starts, which a
+                                                     // worker may still be writing (freed with the runtime)
+  std::mutex foreign_lock;                           // writers of the foreign ring
+  trace_ring* foreign_out = nullptr;                 // guarded by foreign_lock: the foreign ring
+  std::mutex text_lock;
+  std::vector<std::string> texts;                    // guarded by text_lock: interned exit reasons (id - 1)
+  std::string env_path;                              // GROVE_TRACE: written at stop (owner: the runtime's thread)
+};
+
+// Reads every ring (tracer.cpp), oldest first, message ids paired.
+std::vector<trace::event> trace_snapshot(tracer& t);
+// GROVE_TRACE / GROVE_TRACE_BUFFER at runtime start, and the file at stop (runtime.cpp).
+void start_tracing_from_environment(tracer& t) noexcept;
+void finish_tracing(tracer& t) noexcept;
+
+}  // namespace grove::internal

@@ -1,0 +1,231 @@
+// grove/trace.hpp: what the trace records, that it reads the same while recording goes on, and
+// that a call that timed out can be read from it. The Perfetto file itself: protoc --decode_raw here,
+// and tests/trace/check_environment.cmake for GROVE_TRACE.
+#include "support/fixture.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using grove_test::patience;
+namespace trace = grove::trace;
+
+namespace {
+
+struct request {
+  grove::pid from;
+};
+struct reply {};
+struct timed_out {};
+struct go {};
+
+std::vector<trace::event> of_kind(const std::vector<trace::event>& all, trace::event_kind k) {
+  std::vector<trace::event> out;
+  for (const auto& e : all)
+    if (e.kind == k) out.push_back(e);
+  return out;
+}
+
+bool type_is(const trace::event& e, const char* needle) {
+  return e.message_type && std::string(e.message_type).find(needle) != std::string::npos;
+}
+
+// protoc --decode_raw of a file, as text (empty if protoc failed).
+std::string decode_raw(const std::string& path) {
+  const std::string cmd = "protoc --decode_raw < " + path + " 2>&1";
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE_MESSAGE(p != nullptr, "popen failed");
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  const int rc = ::pclose(p);
+  REQUIRE_MESSAGE(rc == 0, "protoc --decode_raw failed (is protobuf-compiler installed? tools/setup installs it): " << out);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a call that timed out reads in the trace: the request into the busy server, the caller's timeout, the late reply") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  REQUIRE(!trace::start());
+  std::atomic<bool> may_reply{false};
+  // The server computes until told it is late, yielding every millisecond so that a single worker
+  // still runs the caller (Grove does not preempt).
+  grove::pid server = grove::spawn([&may_reply] {
+    grove::register_name("slow_server", grove::self());
+    grove::receive([&](request r) {
+      while (!may_reply.load(std::memory_order_relaxed)) {
+        const auto until = std::chrono::steady_clock::now() + 1ms;
+        while (std::chrono::steady_clock::now() < until) {
+        }
+        grove::yield();
+      }
+      grove::send(r.from, reply{});
+    });
+    grove::receive([](go) {});  // alive until the trace is written: its track is named by its name
+  });
+  grove::pid client = grove::spawn([server, self] {
+    grove::send(server, request{grove::self()});
+    const bool answered = grove::receive([](reply) { return true; }, grove::after(50ms, [] { return false; }));
+    grove::send(self, answered ? go{} : go{});
+    if (!answered) {
+      grove::send(self, timed_out{});
+      grove::receive([](reply) {});  // the late reply, taken so that its arrow ends here
+    }
+  });
+  grove::receive([](go) {});
+  REQUIRE(grove::receive([](timed_out) { return true; }, grove::after(patience, [] { return false; })));
+  may_reply = true;
+  auto ref = grove::monitor(client);
+  grove::receive(grove::when([ref](const grove::down& d) { return d.ref == ref; }, [](grove::down) {}));
+  const auto events = trace::snapshot();
+  trace::stop();
+
+  auto sends = of_kind(events, trace::event_kind::send);
+  auto receives = of_kind(events, trace::event_kind::receive);
+  auto req = std::find_if(sends.begin(), sends.end(), [&](const trace::event& e) { return e.process == client && e.other == server && type_is(e, "request"); });
+  REQUIRE(req != sends.end());
+  CHECK(req->message_id != 0);
+  auto taken = std::find_if(receives.begin(), receives.end(), [&](const trace::event& e) { return e.message_id == req->message_id; });
+  REQUIRE(taken != receives.end());
+  CHECK(taken->process == server);
+  auto timeouts = of_kind(events, trace::event_kind::receive_timeout);
+  auto timeout = std::find_if(timeouts.begin(), timeouts.end(), [&](const trace::event& e) { return e.process == client; });
+  REQUIRE(timeout != timeouts.end());
+  CHECK(timeout->time_ns >= req->time_ns + 50'000'000);  // never early
+  auto rep = std::find_if(sends.begin(), sends.end(), [&](const trace::event& e) { return e.process == server && type_is(e, "reply"); });
+  REQUIRE(rep != sends.end());
+  CHECK(rep->time_ns > timeout->time_ns);  // late
+  auto late = std::find_if(receives.begin(), receives.end(), [&](const trace::event& e) { return e.message_id == rep->message_id; });
+  REQUIRE(late != receives.end());
+  CHECK(late->process == client);
+  // Busy meanwhile: the server ran between taking the request and replying.
+  const auto runs = of_kind(events, trace::event_kind::run_begin);
+  CHECK(std::count_if(runs.begin(), runs.end(), [&](const trace::event& e) {
+          return e.process == server && e.time_ns > taken->time_ns && e.time_ns < rep->time_ns;
+        }) >= 1);
+  auto exits = of_kind(events, trace::event_kind::exit);
+  CHECK(std::any_of(exits.begin(), exits.end(), [&](const trace::event& e) { return e.process == client && e.detail == "normal"; }));
+  auto ends = of_kind(events, trace::event_kind::run_end);
+  CHECK(std::any_of(ends.begin(), ends.end(), [&](const trace::event& e) { return e.process == client && e.detail == "wait: receive"; }));
+  // Times are in order.
+  CHECK(std::is_sorted(events.begin(), events.end(), [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; }));
+
+  // The same as a Perfetto file: tracks for the workers and the processes, the slices, the arrows.
+  char path[] = "/tmp/grove-trace-XXXXXX";
+  const int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  auto written = trace::write_perfetto(path);
+  REQUIRE(written);
+  CHECK(*written == events.size());
+  grove::send(server, go{});
+  const std::string text = decode_raw(path);
+  ::unlink(path);
+  CHECK(text.find("\"grove worker 0\"") != std::string::npos);
+  CHECK(text.find(fmt::format("\"{} slow_server\"", server)) != std::string::npos);  // its track, by name
+  CHECK(text.find("\"receive timed out\"") != std::string::npos);
+  CHECK(text.find("\"wait: receive\"") != std::string::npos);
+  CHECK(text.find("47: ") != std::string::npos);  // TrackEvent.flow_ids
+  CHECK(text.find("48: ") != std::string::npos);  // TrackEvent.terminating_flow_ids
+}
+
+TEST_CASE("the flight recorder keeps the newest events of each worker") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  REQUIRE(!trace::start({.events_per_worker = 64}));
+  const grove::pid self = me.pid();
+  grove::pid p = grove::spawn([self] {
+    for (int i = 0; i < 5000; ++i) {
+      grove::send(grove::self(), i);
+      grove::receive([](int) {});
+    }
+    grove::send(self, go{});
+  });
+  grove::receive([](go) {});
+  auto ref = grove::monitor(p);
+  grove::receive([](grove::down) {});
+  (void)ref;
+  const auto events = trace::snapshot();
+  CHECK(events.size() <= 64 * (grove_test::test_workers() + 1));
+  // The newest are there: the process's exit, after its 10,000 sends and receives.
+  CHECK(std::any_of(events.begin(), events.end(), [&](const trace::event& e) { return e.kind == trace::event_kind::exit && e.process == p; }));
+  trace::stop();
+}
+
+TEST_CASE("stop keeps what was recorded and records nothing more; kinds select what is recorded") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  CHECK_FALSE(trace::is_recording());
+  REQUIRE(!trace::start({.kinds = trace::bit(trace::event_kind::send)}));
+  CHECK(trace::is_recording());
+  grove::send(me.pid(), 1);
+  grove::receive([](int) {});
+  grove::pid p = grove::spawn([] {});
+  (void)p;
+  trace::stop();
+  CHECK_FALSE(trace::is_recording());
+  const auto events = trace::snapshot();
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].kind == trace::event_kind::send);
+  CHECK(events[0].worker == -1);  // sent from this thread, not a worker
+  CHECK(events[0].process == me.pid());
+  grove::send(me.pid(), 2);
+  grove::receive([](int) {});
+  CHECK(trace::snapshot().size() == 1);
+}
+
+TEST_CASE("reading the rings while every worker records gives whole events in order, each receive after its send") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  REQUIRE(!trace::start({.events_per_worker = 256}));
+  std::atomic<bool> stop{false};
+  const grove::pid self = me.pid();
+  const unsigned pairs = grove_test::test_workers() + 1;
+  for (unsigned i = 0; i < pairs; ++i) {
+    grove::pid echo = grove::spawn([&stop] {
+      while (!stop.load(std::memory_order_relaxed))
+        grove::receive([](request r) { grove::send(r.from, reply{}); }, grove::after(10ms, [] {}));
+    });
+    grove::spawn([echo, &stop, self] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        grove::send(echo, request{grove::self()});
+        grove::receive([](reply) {});
+      }
+      grove::send(self, go{});
+    });
+  }
+  std::size_t seen = 0;
+  for (int round = 0; round < 50; ++round) {
+    const auto events = trace::snapshot();
+    seen += events.size();
+    CHECK(std::is_sorted(events.begin(), events.end(), [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; }));
+    std::vector<std::uint64_t> sent;
+    for (const auto& e : events) {
+      CHECK(static_cast<unsigned>(e.kind) <= static_cast<unsigned>(trace::event_kind::run_end));
+      CHECK(e.worker < static_cast<int>(grove_test::test_workers()));
+      if (e.kind == trace::event_kind::send) sent.push_back(e.message_id);
+      if (e.kind == trace::event_kind::receive && e.message_id != 0)
+        CHECK(std::find(sent.begin(), sent.end(), e.message_id) != sent.end());
+    }
+  }
+  CHECK(seen > 0);
+  stop = true;
+  for (unsigned i = 0; i < pairs; ++i) grove::receive([](go) {});
+  trace::stop();
+}
+
+TEST_CASE("tracing without a runtime is refused") {
+  CHECK(trace::start() == grove::errc::not_running);
+  CHECK(trace::snapshot().empty());
+  CHECK(trace::write_perfetto("/tmp/never-written").error() == grove::errc::not_running);
+}
