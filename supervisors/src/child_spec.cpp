@@ -110,4 +110,21 @@ problem validate(const flags& f, const std::vector<child_spec>& specs) {
   return {};
 }
 
+const char* to_string(restart_type e) noexcept {
+  switch (e) {
+    case restart_type::permanent: return "permanent";
+    case restart_type::transient: return "transient";
+    case restart_type::temporary: return "temporary";
+  }
+  return "unknown";
+}
+
+const char* to_string(child_type e) noexcept {
+  switch (e) {
+    case child_type::worker: return "worker";
+    case child_type::supervisor: return "supervisor";
+  }
+  return "unknown";
+}
+
 }  // namespace grove::supervisor

@@ -46,4 +46,22 @@ const std::error_category& supervisor_category() noexcept {
   return c;
 }
 
+const char* to_string(errc e) noexcept {
+  switch (e) {
+    case errc::invalid_flags: return "invalid_flags";
+    case errc::invalid_child_spec: return "invalid_child_spec";
+    case errc::duplicate_child_id: return "duplicate_child_id";
+    case errc::start_failed: return "start_failed";
+    case errc::already_present: return "already_present";
+    case errc::already_started: return "already_started";
+    case errc::not_found: return "not_found";
+    case errc::running: return "running";
+    case errc::restarting: return "restarting";
+    case errc::simple_one_for_one: return "simple_one_for_one";
+    case errc::not_simple_one_for_one: return "not_simple_one_for_one";
+    case errc::calling_self: return "calling_self";
+  }
+  return "unknown";
+}
+
 }  // namespace grove::supervisor

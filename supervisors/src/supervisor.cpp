@@ -253,4 +253,32 @@ std::error_code stop(pid sup, exit_reason reason, std::chrono::milliseconds time
   return call(sup, request{.what = op::stop, .reason = std::move(reason)}, timeout).code;
 }
 
+const char* to_string(strategy e) noexcept {
+  switch (e) {
+    case strategy::one_for_one: return "one_for_one";
+    case strategy::one_for_all: return "one_for_all";
+    case strategy::rest_for_one: return "rest_for_one";
+    case strategy::simple_one_for_one: return "simple_one_for_one";
+  }
+  return "unknown";
+}
+
+const char* to_string(auto_shutdown e) noexcept {
+  switch (e) {
+    case auto_shutdown::never: return "never";
+    case auto_shutdown::any_significant: return "any_significant";
+    case auto_shutdown::all_significant: return "all_significant";
+  }
+  return "unknown";
+}
+
+const char* to_string(child_state e) noexcept {
+  switch (e) {
+    case child_state::running: return "running";
+    case child_state::restarting: return "restarting";
+    case child_state::stopped: return "stopped";
+  }
+  return "unknown";
+}
+
 }  // namespace grove::supervisor

@@ -9,6 +9,17 @@
 
 namespace grove::http {
 
+const char* to_string(errc e) noexcept {
+  switch (e) {
+    case errc::bad_message: return "bad_message";
+    case errc::message_too_large: return "message_too_large";
+    case errc::bad_url: return "bad_url";
+    case errc::closed_early: return "closed_early";
+    case errc::resolve_failed: return "resolve_failed";
+  }
+  return "unknown";
+}
+
 bool iequals(std::string_view a, std::string_view b) noexcept {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {

@@ -37,6 +37,7 @@
 #include <system_error>
 #include <vector>
 
+#include <grove/detail/named_formatter.hpp>
 #include <grove/detail/visibility.hpp>
 GROVE_PUBLIC_BEGIN
 
@@ -57,6 +58,10 @@ enum class auto_shutdown {
   any_significant,  // when any significant child ends
   all_significant,  // when no significant child is left running
 };
+
+// The names: "one_for_one", ...; "never", "any_significant", "all_significant". fmt formats them so.
+const char* to_string(strategy s) noexcept;
+const char* to_string(auto_shutdown a) noexcept;
 
 struct flags {
   supervisor::strategy strategy = supervisor::strategy::one_for_one;
@@ -114,6 +119,8 @@ enum class child_state {
   restarting,  // waiting to be restarted (a backoff delay, or a failed start to be tried again)
   stopped,     // not running: terminated by terminate_child, or a transient child that ended
 };
+// "running", "restarting", "stopped"; fmt formats it so.
+const char* to_string(child_state s) noexcept;
 
 struct child_info {
   std::string id{};  // for simple_one_for_one: the template's id
@@ -158,5 +165,12 @@ result<child_counts> count_children(pid sup, std::chrono::milliseconds timeout =
 std::error_code stop(pid sup, exit_reason reason = exit_reason::normal(), std::chrono::milliseconds timeout = infinity);
 
 }  // namespace grove::supervisor
+
+template <>
+struct fmt::formatter<grove::supervisor::strategy> : grove::detail::named_formatter<grove::supervisor::strategy> {};
+template <>
+struct fmt::formatter<grove::supervisor::auto_shutdown> : grove::detail::named_formatter<grove::supervisor::auto_shutdown> {};
+template <>
+struct fmt::formatter<grove::supervisor::child_state> : grove::detail::named_formatter<grove::supervisor::child_state> {};
 
 GROVE_PUBLIC_END

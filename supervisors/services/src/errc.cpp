@@ -1,7 +1,13 @@
-// errc.cpp: the "grove.services" error category and failure's words (grove/services/outcome.hpp).
+// errc.cpp: the "grove.services" error category, failure's and deadline's words
+// (grove/services/outcome.hpp, grove/services/deadline.hpp).
+#include <grove/services/deadline.hpp>
 #include <grove/services/outcome.hpp>
 
+#include <chrono>
+#include <string>
 #include <typeinfo>
+
+#include <fmt/format.h>
 
 namespace grove::services {
 
@@ -50,6 +56,29 @@ std::string failure::to_string() const {
     out.append(": ").append(reason.to_string());
   }
   return out;
+}
+
+const char* to_string(errc e) noexcept {
+  switch (e) {
+    case errc::deadline_exceeded: return "deadline_exceeded";
+    case errc::exited: return "exited";
+    case errc::call_to_self: return "call_to_self";
+    case errc::pool_full: return "pool_full";
+    case errc::exception: return "exception";
+    case errc::init_failed: return "init_failed";
+    case errc::bad_request: return "bad_request";
+    case errc::no_workers: return "no_workers";
+  }
+  return "unknown";
+}
+
+std::string to_string(const deadline& d) {
+  if (d.is_never()) return "never";
+  const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(d.remaining()).count();
+  if (left <= 0) return "passed";
+  if (left >= 1'000'000'000) return fmt::format("in {:.3f} s", left / 1e9);
+  if (left >= 1'000'000) return fmt::format("in {:.1f} ms", left / 1e6);
+  return fmt::format("in {} us", (left + 999) / 1000);
 }
 
 }  // namespace grove::services

@@ -29,6 +29,7 @@
 #include <system_error>
 #include <utility>
 
+#include <grove/detail/named_formatter.hpp>
 #include <grove/detail/visibility.hpp>
 GROVE_PUBLIC_BEGIN
 
@@ -43,6 +44,10 @@ enum class restart_type {
 };
 
 enum class child_type { worker, supervisor };
+
+// The names, as OTP spells them: "permanent", ...; "worker", "supervisor". fmt formats them so.
+const char* to_string(restart_type r) noexcept;
+const char* to_string(child_type t) noexcept;
 
 // What a start function returns: the started child's pid, or the reason it did not start.
 class start_return {
@@ -163,5 +168,10 @@ child_spec worker_with(std::string id, F fn, restart_type restart = restart_type
 }
 
 }  // namespace grove::supervisor
+
+template <>
+struct fmt::formatter<grove::supervisor::restart_type> : grove::detail::named_formatter<grove::supervisor::restart_type> {};
+template <>
+struct fmt::formatter<grove::supervisor::child_type> : grove::detail::named_formatter<grove::supervisor::child_type> {};
 
 GROVE_PUBLIC_END

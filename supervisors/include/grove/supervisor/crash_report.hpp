@@ -20,6 +20,7 @@
 #include <grove/pid.hpp>
 #include <string>
 
+#include <grove/detail/named_formatter.hpp>
 #include <grove/detail/visibility.hpp>
 GROVE_PUBLIC_BEGIN
 
@@ -70,5 +71,16 @@ void set_logger(logger l);
 void reset_logger();
 
 }  // namespace grove::supervisor
+
+template <>
+struct fmt::formatter<grove::supervisor::report_kind> : grove::detail::named_formatter<grove::supervisor::report_kind> {};
+// A report formats as format_report's line.
+template <>
+struct fmt::formatter<grove::supervisor::crash_report> : grove::detail::text_formatter {
+  template <class Ctx>
+  auto format(const grove::supervisor::crash_report& r, Ctx& ctx) const -> decltype(ctx.out()) {
+    return format_text(grove::supervisor::format_report(r), ctx);
+  }
+};
 
 GROVE_PUBLIC_END

@@ -14,6 +14,7 @@
 #include <system_error>
 #include <type_traits>
 
+#include <grove/detail/named_formatter.hpp>
 #include <grove/detail/visibility.hpp>
 GROVE_PUBLIC_BEGIN
 
@@ -36,6 +37,8 @@ enum class errc {
 
 // The category's name is "grove.supervisor"; messages are one sentence each.
 const std::error_category& supervisor_category() noexcept;
+// The enumerator's name: "invalid_flags", ...; fmt formats an errc so.
+const char* to_string(errc e) noexcept;
 
 inline std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), supervisor_category()}; }
 
@@ -84,5 +87,8 @@ namespace grove::supervisor {
 // What start_link (try_), start_child and restart_child return.
 using start_result = grove::result<grove::pid, start_error>;
 }  // namespace grove::supervisor
+
+template <>
+struct fmt::formatter<grove::supervisor::errc> : grove::detail::named_formatter<grove::supervisor::errc> {};
 
 GROVE_PUBLIC_END

@@ -15,6 +15,7 @@
 #include <system_error>
 #include <vector>
 
+#include <grove/detail/named_formatter.hpp>
 #include <grove/detail/visibility.hpp>
 GROVE_PUBLIC_BEGIN
 
@@ -81,11 +82,16 @@ enum class errc {
 };
 
 const std::error_category& http_category() noexcept;
+// The enumerator's name: "bad_message", ...; fmt formats an errc so.
+const char* to_string(errc e) noexcept;
 inline std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), http_category()}; }
 
 }  // namespace grove::http
 
 template <>
 struct std::is_error_code_enum<grove::http::errc> : std::true_type {};
+
+template <>
+struct fmt::formatter<grove::http::errc> : grove::detail::named_formatter<grove::http::errc> {};
 
 GROVE_PUBLIC_END

@@ -14,9 +14,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 #include <grove/duration.hpp>
 
+#include <grove/detail/named_formatter.hpp>
 #include <grove/detail/visibility.hpp>
 GROVE_PUBLIC_BEGIN
 
@@ -68,6 +70,17 @@ class deadline {
   clock::time_point when_ = clock::time_point::max();
 };
 
+// What is left of it, now: "never", "passed", or "in 1.250 s" / "in 12.5 ms" / "in 830 us".
+std::string to_string(const deadline& d);
+
 }  // namespace grove::services
+
+template <>
+struct fmt::formatter<grove::services::deadline> : grove::detail::text_formatter {
+  template <class Ctx>
+  auto format(const grove::services::deadline& d, Ctx& ctx) const -> decltype(ctx.out()) {
+    return format_text(grove::services::to_string(d), ctx);
+  }
+};
 
 GROVE_PUBLIC_END

@@ -29,6 +29,7 @@
 #include <grove/errc.hpp>
 #include <grove/exit_reason.hpp>
 
+#include <grove/detail/named_formatter.hpp>
 #include <grove/detail/visibility.hpp>
 GROVE_PUBLIC_BEGIN
 
@@ -58,6 +59,8 @@ namespace grove::services {
 
 // The category's name is "grove.services"; messages are one sentence each.
 const std::error_category& services_category() noexcept;
+// The enumerator's name: "deadline_exceeded", ...; fmt formats an errc so.
+const char* to_string(errc e) noexcept;
 
 inline std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), services_category()}; }
 
@@ -154,5 +157,16 @@ class [[nodiscard]] outcome<void> {
 };
 
 }  // namespace grove::services
+
+template <>
+struct fmt::formatter<grove::services::errc> : grove::detail::named_formatter<grove::services::errc> {};
+// A failure formats as its to_string(): "deadline exceeded", "the server exited during the call: ...".
+template <>
+struct fmt::formatter<grove::services::failure> : grove::detail::text_formatter {
+  template <class Ctx>
+  auto format(const grove::services::failure& f, Ctx& ctx) const -> decltype(ctx.out()) {
+    return format_text(f.to_string(), ctx);
+  }
+};
 
 GROVE_PUBLIC_END
