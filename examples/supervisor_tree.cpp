@@ -9,8 +9,9 @@
 //   pair   one_for_all   left, right, one crash every second (intensity 10 in 5 s)
 // At 40% of the run a storm crashes db four times in a row: more than chain's intensity, so chain
 // stops its children and exits `shutdown`, and app restarts it (escalation). The view redraws in
-// place four times a second on a terminal (plain lines once a second otherwise): each supervisor with
-// its children alive, restarts in the last second and in total, and give-ups. Injection then stops
+// place four times a second on a terminal (once a second otherwise, one short line per supervisor):
+// each supervisor with its children alive, restarts in the last second (the total now minus the
+// total a second ago, so never above the total) and in total, and give-ups. Injection then stops
 // and the summary checks that the numbers agree: every injected crash was seen by a supervisor;
 // restarts (one per crash, as OTP counts them for the intensity) = crashes injected, since each
 // crash that exceeded an intensity was answered by the parent restarting that subtree; the processes
@@ -27,6 +28,8 @@
 //     processes alive          1009   = app + 3 supervisors + 1000 + 3 + 2 workers                   ok
 //     last give-up: supervisor chain <0.1003.1>: gave up: 4 restarts in 5000 ms exceed intensity 3 ...
 //     leaked after stop           0   (0 processes, 0 stacks, 0 arenas, 0 timers: resources_in_use)  ok
+#include <deque>
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -174,13 +177,13 @@ class view {
       for (auto& l : lines) out += "\x1b[2K" + l + "\n";
       lines_ = static_cast<int>(lines.size());
     } else {
-      out = fmt::format("t={:.1f}s", t);
+      // Piped: one short line per supervisor per frame, under the time.
       for (int i = 0; i < sup_count; ++i) {
         const row& r = rows[static_cast<std::size_t>(i)];
-        out += fmt::format(" | {} {}/{} r1s={} total={} gave_up={}", sup_names[static_cast<std::size_t>(i)], r.alive,
-                           r.children, r.restarts_last_second, r.restarts_total, r.gave_up);
+        out += fmt::format("{:<8} {:<6} alive {:>4}/{:<4} restarts in the last second {:>4}, total {:>5}, gave up {}\n",
+                           i == 0 ? fmt::format("t={:.1f}s", t) : std::string(), sup_names[static_cast<std::size_t>(i)],
+                           r.alive, r.children, r.restarts_last_second, r.restarts_total, r.gave_up);
       }
-      out += "\n";
     }
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fflush(stdout);
@@ -266,7 +269,13 @@ int main(int argc, char** argv) {
     auto next_frame = t0;
     auto next_chain = t0 + 2000ms, next_pair = t0 + 1000ms;
     bool stormed = false;
-    std::array<long, sup_count> last_total{};
+    // Totals at each frame of the last second: "restarts/1s" is the total now minus the total one
+    // second ago (or at the start, in the first second), so it never exceeds the total.
+    struct sample {
+      clock_type::time_point at;
+      std::array<long, sup_count> totals;
+    };
+    std::deque<sample> history{{t0, {}}};
     std::mt19937 rng(7);
     const std::array<const char*, 3> chain_ids{"db", "cache", "api"};
     const std::array<const char*, 2> pair_ids{"left", "right"};
@@ -292,6 +301,8 @@ int main(int argc, char** argv) {
       }
       if (now >= next_frame) {
         std::array<row, sup_count> rows;
+        // The sample nearest one second ago (frames come late by a little: half a frame of slack).
+        while (history.size() > 1 && history[1].at <= now - 1s + frame / 2) history.pop_front();
         for (int i = 0; i < sup_count; ++i) {
           const auto k = static_cast<std::size_t>(i);
           row& r = rows[k];
@@ -300,11 +311,13 @@ int main(int argc, char** argv) {
             r.children = static_cast<long>(c->specs);
           }
           r.restarts_total = restarts_of(k);
-          r.restarts_last_second = (r.restarts_total - last_total[k]) * 1000 / static_cast<long>(frame.count());
-          last_total[k] = r.restarts_total;
+          r.restarts_last_second = r.restarts_total - history.front().totals[k];
           r.gave_up = stats.gave_up[k].load();
         }
         v.draw(elapsed(), seconds, rate, rows, static_cast<long>(grove::system_info().process_count) - baseline);
+        sample now_totals{now, {}};
+        for (std::size_t k = 0; k < static_cast<std::size_t>(sup_count); ++k) now_totals.totals[k] = rows[k].restarts_total;
+        history.push_back(now_totals);
         next_frame += frame;
       }
       grove::receive([](crash) {}, grove::after(10ms));  // pacing
