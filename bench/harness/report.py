@@ -243,36 +243,54 @@ def markdown(cells: List[Cell], meta: Dict[str, str], notes: Optional[str] = Non
 
 
 def plot(cells: List[Cell], path: Path) -> Optional[str]:
-    """Draws spawn_seconds and bytes_per_process against N for every implementation; returns an
-    error message, or None when the chart was written."""
+    """Draws spawn_seconds and bytes_per_process against N for every implementation (the median,
+    with the runs' min-max as an error bar: a peer whose runs spread widely shows it, as CAF's do);
+    implementations skipped at some N are named under the chart with why. White background, legend
+    outside the plots (it covered Grove's line), log axes for N and time (N spans 0.2M to 10M).
+    Returns an error message, or None when the chart was written."""
     if not shutil.which("gnuplot"):
         return "gnuplot is not installed (tools/setup --peers installs gnuplot-nox)"
     series: Dict[str, List[tuple]] = {}
+    skipped: List[str] = []
     for c in cells:
-        if c.workload == "spawn" and c.status == "ok" and c.median("spawn_seconds") is not None:
+        if c.workload != "spawn":
+            continue
+        if c.status == "ok" and c.median("spawn_seconds") is not None:
+            t = c.values["spawn_seconds"]
+            b = c.values.get("bytes_per_process") or [0]
             series.setdefault(c.impl, []).append(
-                (c.shown_n(), c.median("spawn_seconds"), c.median("bytes_per_process") or 0))
+                (c.shown_n(), statistics.median(t), min(t), max(t), statistics.median(b), min(b), max(b)))
+        elif c.status in ("skipped", "failed") and c.shown_n():
+            why = c.reason.split("(")[0].strip() or c.status
+            skipped.append(f"{c.impl} at {c.shown_n() / 1e6:g}M: {why}")
     if not series:
         return "no spawn results to plot"
     ext = path.suffix.lower()
     if ext == ".svg":
-        term = "set terminal svg size 1100,450 dynamic font 'sans,11'"
+        term = "set terminal svg size 1200,520 dynamic font 'sans,11' background rgb 'white'"
     elif ext == ".png":
-        term = "set terminal pngcairo size 1100,450 font 'sans,10'"
+        term = "set terminal pngcairo size 1200,520 font 'sans,10' background rgb 'white'"
     else:
         return f"--plot wants a .svg or .png file, not {path.name}"
-    script = [term, f"set output '{path}'", "set grid",
-              "set xlabel 'processes (millions)'", "set multiplot layout 1,2"]
+    note = "error bars: min-max of the runs; not measured: " + ("; ".join(skipped) if skipped else "none")
+    script = [term, f"set output '{path}'", "set grid", "set logscale x",
+              "set xlabel 'processes (millions, log scale)'",
+              "set multiplot layout 1,2 margins 0.07,0.88,0.16,0.9 spacing 0.09",
+              f"set label 1 \"{note}\" at screen 0.02,0.04 left font 'sans,10'"]
     blocks = []
     for impl, pts in series.items():
         blocks.append(f"${impl} << EOD")
-        blocks += [f"{n / 1e6} {s} {b}" for n, s, b in sorted(pts)]
+        blocks += [" ".join(f"{v:g}" for v in (pt[0] / 1e6,) + tuple(pt[1:])) for pt in sorted(pts)]
         blocks.append("EOD")
     impls = [i for i in IMPLS if i in series]
-    for col, title, ylabel, key in [(2, "spawn time until all are alive", "seconds", "top left"),
-                                    (3, "memory per process (VmRSS growth / N)", "bytes", "bottom right")]:
-        script += [f"set title '{title}'", f"set ylabel '{ylabel}'", "set yrange [0:*]", f"set key {key}"]
-        script.append("plot " + ", ".join(f"${i} using 1:{col} with linespoints title '{i}'" for i in impls))
+    for cols, title, ylabel, logy, key in [((2, 3, 4), "spawn time until all are alive", "seconds (log scale)", True, "unset key"),
+                                           ((5, 6, 7), "memory per process (VmRSS growth / N)", "bytes", False,
+                                            "set key outside right top")]:
+        script += [f"set title '{title}'", f"set ylabel '{ylabel}'", key]
+        script += ["set logscale y", "set yrange [*:*]"] if logy else ["unset logscale y", "set yrange [0:*]"]
+        script.append("plot " + ", ".join(
+            f"${i} using 1:{cols[0]}:{cols[1]}:{cols[2]} with yerrorlines title '{i}'" for i in impls))
+        script.append("unset label 1")
     script.append("unset multiplot")
     proc = subprocess.run(["gnuplot"], input="\n".join(blocks + script) + "\n", text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
