@@ -6,8 +6,8 @@
 #             events per worker);
 #   baseline: (optional) the same programs from a build without the recording sites, for the cost
 #             of "compiled in and off".
-# Also events recorded per second and worker, from a 1-worker ring traced with a buffer big enough
-# to keep every event (the count the runtime logs when it writes the file).
+# Also events recorded per second on one worker: a 1-worker ring's traced hops/s times its events
+# per hop (counted from a run whose buffer keeps every event: the count the runtime logs).
 set -euo pipefail
 build=${1:-build/release}
 base=${2:-}
@@ -34,8 +34,13 @@ for w in ring ping_pong; do
   fi
   echo "$line"
 done
-start=$(date +%s.%N)
+# Events per hop (every event kept), then events recorded per second on one worker (the flight
+# recorder's default ring): hops/s traced x events per hop.
 log=$(GROVE_TRACE=$out/all.pftrace GROVE_TRACE_BUFFER=4194304 "$build/bench/grove/ring" --n 200000 --threads 1 2>&1 >/dev/null)
-secs=$(bc -l <<<"$(date +%s.%N) - $start")
 events=$(grep -o 'trace of [0-9]* events' <<<"$log" | grep -o '[0-9]*')
-echo "ring, 1 worker, every event kept: $events events; the program ran $(printf %.2f "$secs") s (start, tracing, writing the file)"
+per_hop=$(bc -l <<<"$events / 200000")
+one=""
+for ((i = 0; i < runs; i++)); do one+=" $(GROVE_TRACE=$out/t1.pftrace "$build/bench/grove/ring" --threads 1 2>/dev/null | rate)"; done
+hops=$(median <<<"$one")
+printf 'ring, 1 worker, traced: %.3gM hops/s x %.2f events a hop = %.3gM events/s on the worker\n' \
+  "$(bc -l <<<"$hops/1000000")" "$per_hop" "$(bc -l <<<"$hops*$per_hop/1000000")"
