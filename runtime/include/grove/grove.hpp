@@ -22,6 +22,7 @@
 #include <grove/link.hpp>
 #include <grove/logger.hpp>
 #include <grove/message.hpp>
+#include <grove/metrics.hpp>
 #include <grove/net.hpp>
 #include <grove/pid.hpp>
 #include <grove/process.hpp>

@@ -27,6 +27,7 @@
 // idle connection costs its process (PCB, its parked stack's image: the loop's few frames), the
 // parser (llhttp's 80 bytes) and the socket: bench/grove/idle_connections measures it.
 #include <grove/http/server.hpp>
+#include <grove/metrics.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -429,10 +430,58 @@ std::vector<grove::pid> close_all(shared& sh, bool only_idle) {
   return out;
 }
 
+server_stats stats_of(const shared& sh);
+
+// server_options::metrics_name: the server's stats as Prometheus families (grove/metrics.hpp), for
+// as long as its owner process lives. The collector holds the state weakly: it may outlive a
+// stopped server by a scrape, and it never keeps one alive.
+std::uint64_t add_metrics(const std::shared_ptr<shared>& sh) {
+  if (sh->options.metrics_name.empty()) return 0;
+  return metrics::add_collector([weak = std::weak_ptr<shared>(sh)](std::string& out) {
+    const std::shared_ptr<shared> st = weak.lock();
+    if (!st) return;
+    const server_stats s = stats_of(*st);
+    const std::string server = metrics::label("server", st->options.metrics_name);
+    const auto d = [](auto v) { return static_cast<double>(v); };
+    using metrics::kind;
+    metrics::write_family(out, "grove_http_server_connections_accepted_total", kind::counter, "Connections accepted.",
+                          {{server, d(s.connections_accepted)}});
+    metrics::write_family(out, "grove_http_server_connections_refused_total", kind::counter,
+                          "Connections refused over max_connections (503).", {{server, d(s.connections_refused)}});
+    metrics::write_family(out, "grove_http_server_connections_open", kind::gauge, "Connections open.",
+                          {{server, d(s.connections_open)}});
+    metrics::write_family(out, "grove_http_server_requests_total", kind::counter, "Requests whose head was read.",
+                          {{server, d(s.requests)}});
+    metrics::write_family(out, "grove_http_server_requests_in_flight", kind::gauge,
+                          "Requests in their handler or being written.", {{server, d(s.in_flight)}});
+    std::vector<metrics::sample> by_class;
+    for (int c = 1; c <= 5; ++c)
+      by_class.push_back({server + "," + metrics::label("class", fmt::format("{}xx", c)), d(s.responses_by_class[c])});
+    metrics::write_family(out, "grove_http_server_responses_total", kind::counter, "Responses written, by status class.",
+                          by_class.data(), by_class.size());
+    metrics::write_family(out, "grove_http_server_rejected_requests_total", kind::counter,
+                          "Requests answered by the server itself: malformed (400), too large (413, 431), timed out (408).",
+                          {{server + "," + metrics::label("why", "malformed"), d(s.malformed)},
+                           {server + "," + metrics::label("why", "too_large"), d(s.too_large)},
+                           {server + "," + metrics::label("why", "timed_out"), d(s.timed_out)}});
+    metrics::write_family(out, "grove_http_server_handler_exceptions_total", kind::counter,
+                          "Handlers that threw (answered 500).", {{server, d(s.handler_exceptions)}});
+    metrics::write_family(out, "grove_http_server_disconnects_total", kind::counter,
+                          "Clients gone before their response was written.", {{server, d(s.disconnects)}});
+    metrics::write_family(out, "grove_http_server_latency_seconds", kind::gauge,
+                          "Handler latency quantiles since the start (log2 buckets' upper bounds).",
+                          {{server + "," + metrics::label("quantile", "0.5"), s.latency_quantile_ms(0.5) / 1e3},
+                           {server + "," + metrics::label("quantile", "0.9"), s.latency_quantile_ms(0.9) / 1e3},
+                           {server + "," + metrics::label("quantile", "0.99"), s.latency_quantile_ms(0.99) / 1e3}});
+  });
+}
+
 struct owner_guard {
   std::shared_ptr<shared> sh;
   grove::pid acceptor;
+  std::uint64_t metrics_id = 0;
   ~owner_guard() {
+    if (metrics_id) metrics::remove_collector(metrics_id);
     grove::exit_deferral defer;  // a destructor: its signals must go out, however the owner ends
     {
       std::lock_guard<std::mutex> g(sh->lock);
@@ -476,7 +525,7 @@ void owner_loop(std::shared_ptr<shared> sh, net::listener l, grove::pid parent) 
   grove::trap_exit(true);
   sh->owner = grove::self();
   const grove::pid acceptor = grove::spawn_link([sh, l = std::move(l)]() mutable { accept_loop(sh, std::move(l)); });
-  owner_guard guard{sh, acceptor};
+  owner_guard guard{sh, acceptor, add_metrics(sh)};
   for (;;) {
     bool done = false;
     grove::receive(
@@ -544,10 +593,11 @@ bool server::stop(std::chrono::milliseconds drain) {
   return answered;
 }
 
-server_stats server::stats() const {
+server_stats server::stats() const { return state_ ? stats_of(*state_) : server_stats{}; }
+
+namespace {
+server_stats stats_of(const shared& sh) {
   server_stats s;
-  if (!state_) return s;
-  const shared& sh = *state_;
   s.connections_accepted = sh.accepted.get();
   s.connections_refused = sh.refused.get();
   s.connections_open = sh.open.get();
@@ -562,6 +612,7 @@ server_stats server::stats() const {
   s.latency_us_log2 = internal::snapshot(sh.latency);
   return s;
 }
+}  // namespace
 
 double server_stats::latency_quantile_ms(double q) const noexcept { return internal::latency_quantile_ms(latency_us_log2, q); }
 

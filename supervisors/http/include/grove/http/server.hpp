@@ -74,6 +74,9 @@ struct server_options {
   std::size_t max_connections = 10'000;                 // 503 past it
   std::chrono::milliseconds default_drain{5'000};       // for a stop by exit signal
   std::string name{};                                   // registered name of the server process, if set
+  // If set, the server's stats are on grove::metrics's page (grove/metrics.hpp) while it runs, as
+  // grove_http_server_*{server="<metrics_name>"}.
+  std::string metrics_name{};
 };
 
 // Counters since the start (relaxed atomics inside: a snapshot may mix moments).
