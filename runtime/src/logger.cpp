@@ -47,6 +47,7 @@ const char* to_string(log_kind kind) noexcept {
   switch (kind) {
     case log_kind::crash_report: return "crash_report";
     case log_kind::trace: return "trace";
+    case log_kind::top_socket: return "top_socket";
     case log_kind::exit_swallowed: return "exit_swallowed";
     case log_kind::max_heap_size: return "max_heap_size";
     case log_kind::stop: return "stop";

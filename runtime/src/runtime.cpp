@@ -38,6 +38,7 @@
 // before its PCB is (worker.cpp after_park, exit_protocol.cpp), so a leak check that reads
 // resources_in_use() after wait_until_idle() returns true sees none of them.
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <thread>
 
@@ -202,6 +203,9 @@ runtime::runtime(runtime_config config) {
   attach_throw_traces();  // throw sites, if the program links grove::throw_traces (stack_trace.cpp)
   start_tracing_from_environment(state_->tracer);  // GROVE_TRACE (tracer.cpp); the rings before the workers run
   for (auto& w : state_->workers) w->start(state_);
+  std::string top_path = state_->config.top_socket;
+  if (const char* env = std::getenv("GROVE_TOP_SOCKET"); top_path.empty() && env) top_path = env;
+  if (!top_path.empty()) state_->top = top_server::start(top_path);
 }
 
 runtime::~runtime() {
@@ -285,6 +289,7 @@ stop_report runtime::stop(std::chrono::milliseconds deadline) {
   }
   // 7. The trace ends here; GROVE_TRACE's file is written while the runtime is still current.
   finish_tracing(rt.tracer);
+  rt.top.reset();  // tools/top's socket (its thread reads the runtime)
   cancel_all_timers(rt);
   rt.slots.remove_overflow_reports();
   rt.current_phase.store(state::phase::stopped, std::memory_order_release);

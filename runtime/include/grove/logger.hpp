@@ -45,6 +45,7 @@ enum class log_kind {
   unmatched_mail,  // a process's mailbox passed runtime_config::unmatched_mail_warning messages no
                    // receive has matched (reported once per process; the text names the types)
   trace,           // grove/trace.hpp: a trace file written (GROVE_TRACE), or that could not be
+  top_socket,      // runtime_config::top_socket (tools/top's socket) could not be opened
 };
 
 // The name of the kind: "crash_report", ...; of the level: "error", "warning", "info". fmt formats both so.

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <grove/pid.hpp>
@@ -58,6 +59,10 @@ struct runtime_config {
   std::size_t unmatched_mail_warning = 10'000;
   // Which crashes get a crash report (crash_report_policy above).
   crash_report_policy crash_reports = crash_report_policy::unobserved;
+  // A path for tools/top to attach to: a Unix-domain socket (mode 0600) the runtime answers on from
+  // a thread of its own, so it answers while every worker is busy (runtime/src/top_server.cpp).
+  // Empty: the GROVE_TOP_SOCKET environment variable's, else none.
+  std::string top_socket{};
 };
 
 // What stop() found: how the processes alive at the time ended, and what it had to leave behind.
