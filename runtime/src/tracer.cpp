@@ -242,6 +242,7 @@ void start_tracing_from_environment(tracer& t) noexcept {
   }
   try {
     t.env_path = path;
+    o.dump_file = path;  // a give-up dumps there too; the file at stop has the last word
   } catch (...) {
     return;
   }
@@ -290,6 +291,7 @@ std::error_code start(const options& o) {
     std::lock_guard<std::mutex> tg(t.text_lock);
     t.texts.clear();
   }
+  t.dump_file = o.dump_file;
   trace_mask.store(o.kinds & all_events, std::memory_order_relaxed);  // relaxed: see tracer.hpp
   return {};
 }
@@ -297,6 +299,30 @@ std::error_code start(const options& o) {
 void stop() noexcept { trace_mask.store(0, std::memory_order_relaxed); }
 
 bool is_recording() noexcept { return trace_mask.load(std::memory_order_relaxed) != 0; }
+
+std::size_t dump(std::string_view why) noexcept {
+  runtime_state* rt = current_runtime();
+  if (!rt || !is_recording()) return 0;
+  try {
+    std::string path;
+    {
+      std::lock_guard<std::mutex> g(rt->tracer.lock);
+      path = rt->tracer.dump_file;
+    }
+    if (path.empty()) return 0;
+    const std::uint64_t now = now_ns();
+    std::uint64_t last = rt->tracer.last_dump_ns.load(std::memory_order_relaxed);
+    if (last != 0 && now - last < 1'000'000'000) return 0;  // one a second
+    if (!rt->tracer.last_dump_ns.compare_exchange_strong(last, now, std::memory_order_relaxed)) return 0;  // another dumps
+    auto written = write_perfetto(path);
+    log(log_event{written ? log_level::info : log_level::error, log_kind::trace, {}, {}, {},
+                  written ? fmt::format("grove: flight recorder ({} events) written to {}: {}", *written, path, why)
+                          : fmt::format("grove: could not write the flight recorder to {}: {}", path, why)});
+    return written ? *written : 0;
+  } catch (...) {
+    return 0;
+  }
+}
 
 std::vector<event> snapshot() {
   runtime_state* rt = current_runtime();

@@ -58,6 +58,8 @@ struct tracer {
   std::mutex text_lock;
   std::vector<std::string> texts;                    // guarded by text_lock: interned exit reasons (id - 1)
   std::string env_path;                              // GROVE_TRACE: written at stop (owner: the runtime's thread)
+  std::string dump_file;                             // guarded by lock: options::dump_file
+  std::atomic<std::uint64_t> last_dump_ns{0};        // shared: trace::dump's rate limit (relaxed: a hint)
 };
 
 // Reads every ring (tracer.cpp), oldest first, message ids paired.

@@ -43,7 +43,8 @@
 //    mailbox so that calls and exits queued meanwhile are served first: OTP's try_again_restart).
 //    That retry counts toward the intensity like any restart, so a child that cannot start makes
 //    its supervisor give up.
-// 5. Give up (give_up): report gave_up, stop every child in reverse start order, exit `shutdown`.
+// 5. Give up (give_up): report gave_up, dump the flight recorder if one records (grove/trace.hpp),
+//    stop every child in reverse start order, exit `shutdown`.
 //    Our own supervisor sees a child exit with `shutdown` and applies *its* restart rules: escalation.
 // 6. Stop (shut_down): on the parent's exit signal (any reason, even normal: OTP's gen_server), on an
 //    exit signal from the null pid that is not normal (runtime::stop, or a foreign thread), on a stop
@@ -69,6 +70,8 @@
 #include <algorithm>
 #include <exception>
 #include <typeinfo>
+
+#include <grove/trace.hpp>
 
 #include "shutdown.hpp"
 
@@ -421,6 +424,9 @@ bool supervisor_process::auto_shutdown_due() const {
 // 5.
 void supervisor_process::give_up(child_it c, pid crashed) {
   report(report_kind::gave_up, *c, crashed, c->last_exit);
+  // The flight recorder's last seconds before it, if tracing records into one (grove/trace.hpp).
+  grove::trace::dump(fmt::format("supervisor {} {} gave up", flags_.name.empty() ? std::string("(unnamed)") : flags_.name,
+                                 grove::self()));
   shut_down(exit_reason::shutdown());
 }
 

@@ -23,6 +23,8 @@
 // server, the server's long run (or its queue behind another), the caller's "receive timed out",
 // then the late reply's arrow.
 //
+// Dumps: dump() writes the rings to options::dump_file, and a supervisor that gives up calls it.
+//
 // Not recorded (yet): link, monitor and exit-signal delivery, steals, IO readiness, supervisor and
 // pool events; per-process switching (erlang:trace/3 for one pid); a dump on a signal.
 #pragma once
@@ -30,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -58,6 +61,7 @@ inline constexpr std::uint32_t all_events = 0x7F;
 struct options {
   std::size_t events_per_worker = 65536;  // ring size per worker (rounded up to a power of two, >= 64)
   std::uint32_t kinds = all_events;       // which event kinds to record (bit(event_kind::send) | ...)
+  std::string dump_file{};                // where dump() writes (GROVE_TRACE: that file); empty: dump() does nothing
 };
 
 // Starts recording, with fresh rings (what an earlier start recorded is dropped): an empty error
@@ -82,6 +86,11 @@ struct event {
 
 // What the rings hold now, oldest first. Thread-safe; recording goes on meanwhile.
 std::vector<event> snapshot();
+// The flight recorder's dump: writes what the rings hold to options::dump_file, if tracing records
+// and a file is set, and logs why (log_kind::trace). A supervisor calls it when it gives up (the
+// events that led there), at most one dump a second (a storm of give-ups writes one). The number of
+// events written, or 0. Never throws.
+std::size_t dump(std::string_view why) noexcept;
 // Writes what the rings hold as a Perfetto trace file; the number of events written.
 // errc::bad_argument if the file cannot be written. Thread-safe; recording goes on meanwhile.
 result<std::size_t> write_perfetto(const std::string& path);
