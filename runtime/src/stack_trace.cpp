@@ -17,10 +17,12 @@
 // hands it note_throw when it starts, attach_throw_traces, if the library is linked), which, on
 // a thread running a Grove process, stores the thrown object's address, its type and the frames in
 // the process's throw_record (allocated at its first throw, freed with the process). At the catch,
-// exception_reason asks throw_site_of for the frames of *that* object: the record's object must be
-// the caught one (the most-derived address of the std::exception caught; for other types, the
-// type must match), so an exception thrown in another process and rethrown here
-// (std::rethrow_exception: no __cxa_throw) gets no site rather than a wrong one. A `throw;` keeps the
+// exception_reason asks throw_site_of for the frames of *that* object: the record's object and type
+// must be the caught one's (the most-derived address of the std::exception caught), so an exception
+// thrown in another process and rethrown here (std::rethrow_exception: no __cxa_throw) gets no site
+// rather than a wrong one, unless it sits at the address of this process's last, freed exception
+// and has its type. An exception not derived from std::exception is matched by type alone (its
+// address is not at hand in catch (...)): a stale record of the same type matches. A `throw;` keeps the
 // first site (it does not call __cxa_throw); a new exception thrown in a catch block replaces it.
 // exit_unwind (how a decided exit unwinds) is never recorded: kills and exits cost nothing more.
 // Cost: +0.95 us per crash by a thrown exception (617,783 -> 389,338 restarts/s), nothing measurable
@@ -128,7 +130,8 @@ stack_trace throw_site_of(const void* object, const std::type_info* type) noexce
   process* p = current_process();
   if (!p || !p->extra || !p->extra->last_throw) return {};
   throw_record& r = *p->extra->last_throw;
-  const bool same = object ? r.object == object : (type && r.type && *r.type == *type);
+  const bool same_type = type && r.type && *r.type == *type;
+  const bool same = object ? r.object == object && same_type : same_type;
   if (!same || r.count == 0) return {};
   try {
     std::vector<std::uintptr_t> frames(r.count);

@@ -79,13 +79,18 @@ std::string answer(const std::string& command) {
   return out;
 }
 
-// One client: a line in, the answer out. Never blocks the thread for long.
-void serve_client(int fd) {
+// Waits for `events` on fd for up to the client's patience; false on timeout, error, or a stop.
+bool wait_for(int fd, short events, int stop_fd) {
+  pollfd p[2] = {{fd, events, 0}, {stop_fd, POLLIN, 0}};
+  return ::poll(p, 2, client_patience_ms) > 0 && !p[1].revents && (p[0].revents & events);
+}
+
+// One client: a line in, the answer out. Never blocks the thread for long, nor a stop at all.
+void serve_client(int fd, int stop_fd) {
   std::string line;
   char buf[128];
   while (line.find('\n') == std::string::npos && line.size() <= max_command_bytes) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, client_patience_ms) <= 0) return;
+    if (!wait_for(fd, POLLIN, stop_fd)) return;
     const ssize_t got = ::read(fd, buf, sizeof buf);
     if (got <= 0) return;
     line.append(buf, static_cast<std::size_t>(got));
@@ -98,8 +103,7 @@ void serve_client(int fd) {
     reply = "error\tthe runtime could not answer\nend\n";
   }
   for (std::size_t at = 0; at < reply.size();) {
-    pollfd p{fd, POLLOUT, 0};
-    if (::poll(&p, 1, client_patience_ms) <= 0) return;
+    if (!wait_for(fd, POLLOUT, stop_fd)) return;
     const ssize_t put = ::send(fd, reply.data() + at, reply.size() - at, MSG_NOSIGNAL);
     if (put <= 0) return;
     at += static_cast<std::size_t>(put);
@@ -114,22 +118,31 @@ std::unique_ptr<top_server> top_server::start(const std::string& path) {
     report(fmt::format("grove: top socket path '{}' is empty or too long; tools/top cannot attach", path));
     return nullptr;
   }
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size());
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) {
       report(fmt::format("grove: {} exists and is not a socket; tools/top cannot attach", path));
       return nullptr;
     }
-    ::unlink(path.c_str());  // a stale socket of an earlier run
+    // A socket someone answers on (another program given the same GROVE_TOP_SOCKET) is theirs;
+    // one nobody answers on is a stale file of an earlier run, replaced.
+    const int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const bool live = probe >= 0 && ::connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    if (probe >= 0) ::close(probe);
+    if (live) {
+      report(fmt::format("grove: another program answers on {}; tools/top cannot attach to this one", path));
+      return nullptr;
+    }
+    ::unlink(path.c_str());
   }
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return nullptr;
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size());
-  const mode_t old = ::umask(0177);  // the socket file is created 0600
-  const int bound = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  ::umask(old);
-  if (bound != 0 || ::listen(fd, 16) != 0) {
+  // 0600 before anyone can connect (nobody can before listen); chmod, not umask: umask is the
+  // whole process's, and other threads create files.
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::chmod(path.c_str(), 0600) != 0 ||
+      ::listen(fd, 16) != 0) {
     report(fmt::format("grove: cannot listen on {}: {}; tools/top cannot attach", path, std::strerror(errno)));
     ::close(fd);
     return nullptr;
@@ -172,8 +185,13 @@ void top_server::serve() {
     if (p[1].revents) return;
     if (!(p[0].revents & POLLIN)) continue;
     const int c = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (c < 0) continue;
-    serve_client(c);
+    if (c < 0) {
+      // Out of fds (EMFILE) or the like: the connection stays queued; retry in 100 ms, not in a spin.
+      pollfd s{stop_fd_, POLLIN, 0};
+      if (::poll(&s, 1, 100) > 0) return;
+      continue;
+    }
+    serve_client(c, stop_fd_);
     ::close(c);
   }
 }

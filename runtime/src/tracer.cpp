@@ -15,9 +15,12 @@
 //     receive_timeout  a pid, arg wait_reason
 //     run_begin        a pid, x run-queue length
 //     run_end          a pid, arg park_reason | wait_reason << 4
-// Pids are their bits. A send and the receive of its message are paired when read, by node
-// address in time order: a node is freed only after its receive, so an address seen by a receive
-// belongs to the newest send of it before.
+// Pids are their bits. A send and the receive of its message are paired when read: the newest
+// earlier send of the same node address to the same receiver with the same type. A node's address
+// is reused once it is freed (received, or dropped: a dead letter, an exit, an inactive alias), and
+// some nodes are delivered without a send event (send_after's, down and exit messages), so the
+// address alone could pair a receive with an older, unrelated send; with receiver and type too, a
+// wrong arrow needs the same type between the same two processes at a reused address.
 //
 // ## Reading while recording (a seqlock per ring)
 // The owner writes slot h % capacity then publishes head = h + 1 (release), with a release fence
@@ -65,7 +68,8 @@ namespace {
 
 constexpr std::uint16_t foreign_worker = 0xFFFF;
 constexpr std::size_t min_events = 64;
-constexpr std::size_t max_events = std::size_t{1} << 26;  // 3 GiB of ring per worker: far past any use
+constexpr std::size_t max_events = std::size_t{1} << 22;  // 192 MiB of ring per worker: far past any use
+constexpr std::size_t max_texts = 65536;                  // exit reasons' texts kept per runtime
 
 std::size_t ring_capacity(std::size_t requested) {
   return std::bit_ceil(std::clamp(requested, min_events, max_events));
@@ -86,7 +90,7 @@ void write_slot(trace_ring& r, const std::uint64_t (&words)[6]) noexcept {
 void copy_ring(const trace_ring& r, std::vector<std::array<std::uint64_t, 6>>& out) {
   const std::uint64_t cap = r.mask + 1;
   const std::uint64_t h1 = r.head.load(std::memory_order_acquire);  // acquire: the slots below it are written
-  const std::uint64_t from = h1 > cap ? h1 - cap : 0;
+  const std::uint64_t from = std::max(h1 > cap ? h1 - cap : 0, r.start_from);  // this start's events only
   std::vector<std::array<std::uint64_t, 6>> copied(h1 - from);
   for (std::uint64_t i = from; i < h1; ++i)
     for (int k = 0; k < 6; ++k) copied[i - from][k] = r.slots[i & r.mask].w[k].load(std::memory_order_relaxed);
@@ -155,12 +159,14 @@ void record(event_kind k, std::uint8_t arg, std::uint32_t x, std::uint64_t a, st
   }
 }
 
-std::uint64_t intern_trace_text(std::string_view text) noexcept {
+std::uint64_t intern_trace_text(const exit_reason& reason) noexcept {
   runtime_state* rt = current_runtime();
-  if (!rt || text.empty()) return 0;
+  if (!rt) return 0;
   try {
+    std::string text = reason.to_string();
     std::lock_guard<std::mutex> g(rt->tracer.text_lock);
-    rt->tracer.texts.emplace_back(text);
+    if (rt->tracer.texts.size() >= max_texts) return 0;  // a restart loop: later exits show their kind only
+    rt->tracer.texts.push_back(std::move(text));
     return rt->tracer.texts.size();
   } catch (...) {
     return 0;  // out of memory: the exit goes without its text
@@ -187,7 +193,10 @@ std::vector<trace::event> trace_snapshot(tracer& t) {
   }
   std::vector<trace::event> out;
   out.reserve(raw.size());
-  std::unordered_map<std::uint64_t, std::uint64_t> in_flight;  // node address → message id
+  struct sent {
+    std::uint64_t id, to, type;
+  };
+  std::unordered_map<std::uint64_t, sent> in_flight;  // node address → the newest send of it
   std::uint64_t next_id = 0;
   for (const auto& r : raw) {
     trace::event e;
@@ -210,14 +219,14 @@ std::vector<trace::event> trace_snapshot(tracer& t) {
         e.other = pid::from_bits(r[3]);
         e.message_type = r[5] ? reinterpret_cast<const detail::message_type*>(r[5])->name() : nullptr;
         e.message_id = ++next_id;
-        in_flight[r[4]] = e.message_id;
+        in_flight[r[4]] = {e.message_id, r[3], r[5]};
         break;
       case event_kind::receive: {
         e.message_type = r[5] ? reinterpret_cast<const detail::message_type*>(r[5])->name() : nullptr;
         e.count = x;
         auto it = in_flight.find(r[4]);
-        if (it != in_flight.end()) {
-          e.message_id = it->second;
+        if (it != in_flight.end() && it->second.to == r[2] && it->second.type == r[5]) {
+          e.message_id = it->second.id;
           in_flight.erase(it);
         }
         break;
@@ -246,14 +255,19 @@ void start_tracing_from_environment(tracer& t) noexcept {
   } catch (...) {
     return;
   }
-  (void)trace::start(o);
+  try {
+    (void)trace::start(o);
+  } catch (...) {
+    // Out of memory for the rings: the program runs untraced.
+    t.env_path.clear();
+  }
 }
 
 void finish_tracing(tracer& t) noexcept {
   trace::stop();
   if (t.env_path.empty()) return;
-  auto written = trace::write_perfetto(t.env_path);
   try {
+    auto written = trace::write_perfetto(t.env_path);
     log(log_event{written ? log_level::info : log_level::error, log_kind::trace, {}, {}, {},
                   written ? fmt::format("grove: trace of {} events written to {} (GROVE_TRACE)", *written, t.env_path)
                           : fmt::format("grove: could not write the trace to {} (GROVE_TRACE)", t.env_path)});
@@ -275,21 +289,26 @@ std::error_code start(const options& o) {
   tracer& t = rt->tracer;
   std::lock_guard<std::mutex> g(t.lock);
   trace_mask.store(0, std::memory_order_relaxed);  // a switch: writers that still see it on write old rings
-  // Old rings are kept until the runtime ends: a worker may be writing one as we replace it.
-  std::vector<std::unique_ptr<trace_ring>> fresh;
-  fresh.reserve(rt->workers.size() + 1);
-  for (std::size_t i = 0; i <= rt->workers.size(); ++i) fresh.push_back(std::make_unique<trace_ring>(o.events_per_worker));
-  for (std::size_t i = 0; i < rt->workers.size(); ++i)
-    rt->workers[i]->trace_out.store(fresh[i].get(), std::memory_order_release);  // release: the ring's construction
-  {
+  if (!t.rings.empty() && t.rings.front()->mask + 1 == ring_capacity(o.events_per_worker)) {
+    // The same size: the rings stay, and what an earlier start recorded is skipped by readers
+    // (start_from). No memory is added by a restart.
     std::lock_guard<std::mutex> wg(t.foreign_lock);
-    for (auto& r : t.rings) t.retired.push_back(std::move(r));
-    t.rings = std::move(fresh);
-    t.foreign_out = t.rings.back().get();
-  }
-  {
-    std::lock_guard<std::mutex> tg(t.text_lock);
-    t.texts.clear();
+    for (auto& r : t.rings) r->start_from = r->head.load(std::memory_order_relaxed);  // guarded by lock
+  } else {
+    // Another size: new rings. The old ones are kept until the runtime ends, since a worker may be
+    // writing one as we replace it (about one ring set per size asked for).
+    std::vector<std::unique_ptr<trace_ring>> fresh;
+    fresh.reserve(rt->workers.size() + 1);
+    for (std::size_t i = 0; i <= rt->workers.size(); ++i) fresh.push_back(std::make_unique<trace_ring>(o.events_per_worker));
+    t.retired.reserve(t.retired.size() + t.rings.size());  // nothing below throws
+    {
+      std::lock_guard<std::mutex> wg(t.foreign_lock);
+      for (auto& r : t.rings) t.retired.push_back(std::move(r));
+      t.rings = std::move(fresh);
+      t.foreign_out = t.rings.back().get();
+    }
+    for (std::size_t i = 0; i < rt->workers.size(); ++i)
+      rt->workers[i]->trace_out.store(t.rings[i].get(), std::memory_order_release);  // release: the ring's construction
   }
   t.dump_file = o.dump_file;
   trace_mask.store(o.kinds & all_events, std::memory_order_relaxed);  // relaxed: see tracer.hpp

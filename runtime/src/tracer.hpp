@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include <grove/exit_reason.hpp>
 #include <grove/trace.hpp>
 
 namespace grove::internal {
@@ -38,13 +39,14 @@ struct trace_ring {
   std::unique_ptr<trace_slot[]> slots;
   std::atomic<std::uint64_t> head{0};        // events ever written; owner stores (release), readers load
   std::atomic<int> tid{0};                   // the writing thread's id, set at its first event (relaxed)
+  std::uint64_t start_from = 0;              // guarded by tracer::lock: events before the latest start
 };
 
 // Records one event (a, b, c, d: per kind, as tracer.cpp's table says). Called only when tracing(k).
 void record(event_kind k, std::uint8_t arg, std::uint32_t x, std::uint64_t a, std::uint64_t b = 0, std::uint64_t c = 0,
             std::uint64_t d = 0) noexcept;
-// An exit reason's text for an exit event: an id into the tracer's table (0: none).
-std::uint64_t intern_trace_text(std::string_view text) noexcept;
+// An exit reason's text for an exit event: an id into the tracer's table (0: none, or the table full).
+std::uint64_t intern_trace_text(const exit_reason& reason) noexcept;
 
 // The runtime's tracer (runtime_state::tracer).
 struct tracer {
@@ -56,7 +58,8 @@ struct tracer {
   std::mutex foreign_lock;                           // writers of the foreign ring
   trace_ring* foreign_out = nullptr;                 // guarded by foreign_lock: the foreign ring
   std::mutex text_lock;
-  std::vector<std::string> texts;                    // guarded by text_lock: interned exit reasons (id - 1)
+  std::vector<std::string> texts;                    // guarded by text_lock: interned exit reasons (id - 1),
+                                                     // kept for the runtime's life (at most 65,536)
   std::string env_path;                              // GROVE_TRACE: written at stop (owner: the runtime's thread)
   std::string dump_file;                             // guarded by lock: options::dump_file
   std::atomic<std::uint64_t> last_dump_ns{0};        // shared: trace::dump's rate limit (relaxed: a hint)

@@ -87,11 +87,10 @@ std::string format_report(const crash_report& r) {
 }
 
 namespace {
-// Whether the report is of a child's own failure, whose reason's throw site it shows (a give-up repeats
-// the last crash's reason, already shown with that crash's report).
+// Whether the report is of a child's own failure, whose reason's throw site it shows. Not a give-up
+// nor a failed restart: their reason is the earlier crash's, already shown with that crash's report.
 bool is_crash(report_kind kind) noexcept {
-  return kind == report_kind::child_crashed || kind == report_kind::start_failed || kind == report_kind::restart_failed ||
-         kind == report_kind::shutdown_error;
+  return kind == report_kind::child_crashed || kind == report_kind::start_failed || kind == report_kind::shutdown_error;
 }
 }  // namespace
 

@@ -99,7 +99,7 @@ TEST_CASE("a rethrow with throw; keeps the first throw site, and an exception th
 TEST_CASE("an exception thrown elsewhere and rethrown in a process with rethrow_exception has no throw site rather than a wrong one") {
   grove_test::runtime_fixture rt;
   grove::scoped_process me;
-  // Made on this thread, outside any process: no site is recorded for it anywhere.
+  // Made by this test's scoped_process, not by the process that rethrows it.
   std::exception_ptr foreign;
   try {
     translate_error();

@@ -12,7 +12,7 @@
 //
 // Capturing walks the unwind tables (Boost.Stacktrace's safe_dump, ~1-2 µs for 20 frames);
 // to_string() reads symbol tables and debug information (Boost.Stacktrace over libbacktrace:
-// milliseconds the first time a binary is read). Without debug information (-g) a frame has its
+// milliseconds the first time on each thread, whose reading Boost keeps for the thread's life). Without debug information (-g) a frame has its
 // function's name but no file and line.
 #pragma once
 

@@ -36,6 +36,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include <sys/socket.h>
@@ -531,6 +532,8 @@ void owner_loop(std::shared_ptr<shared> sh, net::listener l, grove::pid parent) 
     grove::receive(
         [&](const stop_request& r) {
           drain_and_stop(*sh, acceptor, r.drain);
+          // Off the metrics page before stop() returns: a scrape after it never shows this server.
+          metrics::remove_collector(std::exchange(guard.metrics_id, 0));
           grove::send(r.from, stopped{r.tag});
           done = true;
         },
