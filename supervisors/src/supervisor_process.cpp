@@ -112,6 +112,7 @@ void supervisor_process::run(std::vector<child_spec> specs) {
       e.message = fmt::format("supervisor start failed: the name '{}' cannot be registered: {}", flags_.name, ec.message());
       fail_start(std::move(e), exit_reason::normal());  // OTP: {error, {already_started, Pid}}, exit normal
     }
+    register_metrics();
   }
   if (simple_) {
     template_ = std::make_shared<const child_spec>(std::move(specs.front()));
@@ -260,6 +261,7 @@ void supervisor_process::child_exited(child_it c, exit_reason why) {
 // 3.
 void supervisor_process::restart(child_it c, pid crashed) {
   const bool within = intensity_.add(clock::now());
+  counters_->restarts.fetch_add(1, std::memory_order_relaxed);  // a snapshot for the metrics page; only this process adds
   report(report_kind::child_crashed, *c, crashed, c->last_exit);  // after add: its count includes this restart
   if (!within) give_up(c, crashed);
   clock::duration delay = next_delay(*c);
@@ -608,6 +610,24 @@ void supervisor_process::report(report_kind kind, const child& c, pid p, const e
   } catch (...) {
     rethrow_if_exiting();
   }
+}
+
+// ---- Metrics ----
+// A named supervisor puts grove_supervisor_restarts_total{supervisor="<name>"} (restarts counted as
+// OTP counts them for the intensity: one per child crash it answered) on grove::metrics's page. The
+// collector runs on the scraping thread and reads only the shared counters; it is removed when the
+// supervisor's process ends (its destructor runs as the exit unwinds).
+void supervisor_process::register_metrics() {
+  metrics_.id = grove::metrics::add_collector([c = counters_, name = flags_.name](std::string& out) {
+    grove::metrics::write_family(out, "grove_supervisor_restarts_total", grove::metrics::kind::counter,
+                                 "Children restarted after a crash (as counted for the restart intensity).",
+                                 {{grove::metrics::label("supervisor", name),
+                                   static_cast<double>(c->restarts.load(std::memory_order_relaxed))}});
+  });
+}
+
+supervisor_process::metrics_registration::~metrics_registration() {
+  if (id) grove::metrics::remove_collector(id);
 }
 
 void run_supervisor(pid parent, flags f, std::vector<child_spec> specs) {

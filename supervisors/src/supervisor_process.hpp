@@ -3,6 +3,7 @@
 #pragma once
 
 #include <any>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <grove/grove.hpp>
@@ -92,6 +93,19 @@ class supervisor_process {
   std::uint64_t rng_state_;           // splitmix64, for backoff jitter
   std::uint64_t logger_version_ = 0;  // of global_logger_
   std::shared_ptr<const logger> global_logger_;
+
+  // A named supervisor's figures on grove::metrics's page while it lives (supervisor_process.cpp,
+  // "Metrics"). The collector holds the counters, never the supervisor.
+  struct counters {
+    std::atomic<std::uint64_t> restarts{0};  // owner adds (relaxed); the page reads a snapshot
+  };
+  struct metrics_registration {
+    std::uint64_t id = 0;
+    ~metrics_registration();
+  };
+  std::shared_ptr<counters> counters_ = std::make_shared<counters>();
+  metrics_registration metrics_;
+  void register_metrics();
 };
 
 }  // namespace grove::supervisor::internal

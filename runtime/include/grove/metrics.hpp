@@ -11,7 +11,7 @@
 //   grove_worker_steals_total, grove_worker_parks_total, grove_worker_timers_fired_total;
 //   grove_trace_recording (1 while grove/trace.hpp records).
 // A collector adds families of its own (grove::http's servers with server_options::metrics_name do:
-// grove_http_server_*{server="name"}). Without a running runtime the runtime's families are left
+// grove_http_server_*{server="name"}; named supervisors: grove_supervisor_restarts_total{supervisor="name"}). Without a running runtime the runtime's families are left
 // out and the collectors still run.
 #pragma once
 
