@@ -177,6 +177,7 @@ matched receive_node(match_fn match, void* matcher, std::int64_t timeout_ns) {
   message_node* prev = nullptr;  // the last message this call has rejected (scan cursor)
   message_node* cur = p->saved.head();
   std::uint32_t passed = 0;      // messages passed over (for the trace)
+  const wait_reason waits_on = match == &match_nothing ? wait_reason::sleep : wait_reason::receive;
   for (;;) {
     for (; cur; prev = cur, cur = saved_list::next_of(cur), ++passed) {
       int h = match(matcher, cur);
@@ -200,11 +201,10 @@ matched receive_node(match_fn match, void* matcher, std::int64_t timeout_ns) {
     }
     if (!forever && (timeout_ns == 0 || now_ns() >= deadline)) {
       if (timeout_ns > 0 && tracing(event_kind::receive_timeout)) [[unlikely]]
-        record(event_kind::receive_timeout, static_cast<std::uint8_t>(match == &match_nothing ? wait_reason::sleep : wait_reason::receive),
-               0, p->id().bits());
+        record(event_kind::receive_timeout, static_cast<std::uint8_t>(waits_on), 0, p->id().bits());
       return {nullptr, -1};
     }
-    wait_for_wake(p, forever ? 0 : deadline, match == &match_nothing ? wait_reason::sleep : wait_reason::receive);
+    wait_for_wake(p, forever ? 0 : deadline, waits_on);
   }
 }
 

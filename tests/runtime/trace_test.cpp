@@ -2,6 +2,7 @@
 // that a call that timed out can be read from it. The Perfetto file itself: protoc --decode_raw here,
 // and tests/trace/check_environment.cmake for GROVE_TRACE.
 #include "support/fixture.hpp"
+#include "support/protoc.hpp"
 
 #include <unistd.h>
 
@@ -36,19 +37,6 @@ std::vector<trace::event> of_kind(const std::vector<trace::event>& all, trace::e
 
 bool type_is(const trace::event& e, const char* needle) {
   return e.message_type && std::string(e.message_type).find(needle) != std::string::npos;
-}
-
-// protoc --decode_raw of a file, as text (empty if protoc failed).
-std::string decode_raw(const std::string& path) {
-  const std::string cmd = "protoc --decode_raw < " + path + " 2>&1";
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE_MESSAGE(p != nullptr, "popen failed");
-  std::string out;
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  const int rc = ::pclose(p);
-  REQUIRE_MESSAGE(rc == 0, "protoc --decode_raw failed (is protobuf-compiler installed? tools/setup installs it): " << out);
-  return out;
 }
 
 }  // namespace
@@ -130,7 +118,7 @@ TEST_CASE("a call that timed out reads in the trace: the request into the busy s
   REQUIRE(written);
   CHECK(*written == events.size());
   grove::send(server, go{});
-  const std::string text = decode_raw(path);
+  const std::string text = grove_test::protoc_decode_raw_file(path);
   ::unlink(path);
   CHECK(text.find("\"grove worker 0\"") != std::string::npos);
   CHECK(text.find(fmt::format("\"{} slow_server\"", server)) != std::string::npos);  // its track, by name

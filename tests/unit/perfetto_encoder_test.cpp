@@ -6,18 +6,14 @@
 //   or a length took, and strings byte for byte.
 // No timing here; the cost figure in the header's design comment comes from a throwaway probe.
 #include "perfetto_encoder.hpp"
+#include "support/protoc.hpp"
 
 #include <doctest/doctest.h>
 
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -41,36 +37,7 @@ constexpr std::string_view header_text =
     "  }\n"
     "}\n";
 
-// Runs `protoc --decode_raw` on the bytes and returns its text. Fails the test if protoc is missing or
-// does not parse them.
-std::string decode_raw(std::string_view bytes) {
-  const char* dir = std::getenv("TMPDIR");
-  std::string path = std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/grove_perfetto_XXXXXX";
-  const int fd = ::mkstemp(path.data());
-  REQUIRE_MESSAGE(fd >= 0, "mkstemp failed: " << std::strerror(errno));
-  std::size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n <= 0) break;
-    written += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  REQUIRE(written == bytes.size());
-
-  const std::string command = "protoc --decode_raw < '" + path + "' 2>&1";
-  std::FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE_MESSAGE(pipe != nullptr, "popen failed: " << std::strerror(errno));
-  std::string text;
-  char chunk[4096];
-  for (std::size_t n; (n = std::fread(chunk, 1, sizeof chunk, pipe)) > 0;) text.append(chunk, n);
-  const int status = ::pclose(pipe);
-  ::unlink(path.c_str());
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-    FAIL("protoc not found: these tests need it (Debian: apt-get install -y protobuf-compiler). " << text);
-  }
-  REQUIRE_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 0), "protoc --decode_raw failed: " << text);
-  return text;
-}
+using grove_test::protoc_decode_raw;
 
 // decode_raw's text cut into its top-level fields: for a trace, one "1 {\n ... }\n" block per packet.
 std::vector<std::string> packets_of(const std::string& text) {
@@ -188,7 +155,7 @@ std::vector<wire_field> track_descriptor_of(std::string_view packet) {
 TEST_CASE("an encoder that records nothing yields an empty trace, which protoc reads as zero packets") {
   perfetto_encoder enc(seq);
   CHECK(enc.bytes().empty());
-  CHECK(decode_raw(enc.bytes()).empty());
+  CHECK(protoc_decode_raw(enc.bytes()).empty());
   CHECK(enc.take().empty());
 }
 
@@ -208,7 +175,7 @@ TEST_CASE("a trace of tracks, a slice with a flow into another thread's instant,
   enc.counter(45, 3'000, std::int64_t{12});
   enc.counter(45, 3'100, 2.5);
 
-  const std::vector<std::string> packets = packets_of(decode_raw(enc.bytes()));
+  const std::vector<std::string> packets = packets_of(protoc_decode_raw(enc.bytes()));
   REQUIRE(packets.size() == 11);  // the clock header and ten calls
   CHECK(packets[0] == header_text);
   // TracePacket: 10 trusted_packet_sequence_id, 60 track_descriptor. TrackDescriptor: 1 uuid, 2 name,
@@ -254,7 +221,7 @@ TEST_CASE("every annotation type is written in its own DebugAnnotation field") {
       {"text", "hello"},                             // 6 string_value: a literal is not a bool
   };
   enc.instant(1, 10, "args", {.annotations = args});
-  const std::vector<std::string> packets = packets_of(decode_raw(enc.bytes()));
+  const std::vector<std::string> packets = packets_of(protoc_decode_raw(enc.bytes()));
   REQUIRE(packets.size() == 2);
   CHECK(packets[1] ==
         "1 {\n  8: 10\n  10: 7\n  11 {\n    9: 3\n    11: 1\n    23: \"args\"\n"
@@ -286,7 +253,7 @@ TEST_CASE("varints at 0, 127, 128, 2^32 and 2^64-1 round-trip in their shortest 
     const wire_field track = only(track_event_of(packets[1]), 11);  // TrackEvent.track_uuid
     CHECK(track.value == b.value);
     CHECK(track.varint_size == b.bytes);
-    const std::string text = decode_raw(enc.bytes());
+    const std::string text = protoc_decode_raw(enc.bytes());
     CHECK(text.find("  8: " + std::to_string(b.value) + "\n") != std::string::npos);
     CHECK(text.find("    11: " + std::to_string(b.value) + "\n") != std::string::npos);
   }
@@ -325,7 +292,7 @@ TEST_CASE("strings keep non-ASCII and NUL bytes exactly, and an empty name is an
   CHECK(only(event, 23).bytes.empty());
   CHECK(only(event, 22).bytes == odd);
   // protoc agrees, showing bytes past ASCII as octal escapes.
-  const std::vector<std::string> text = packets_of(decode_raw(enc.bytes()));
+  const std::vector<std::string> text = packets_of(protoc_decode_raw(enc.bytes()));
   REQUIRE(text.size() == 4);
   CHECK(text[1] == "1 {\n  10: 7\n  60 {\n    1: 1\n    2: \"w\\303\\266rker \\342\\206\\222 \\000\\377\"\n  }\n}\n");
   CHECK(text[2] == "1 {\n  10: 7\n  60 {\n    1: 2\n    2: \"\"\n  }\n}\n");
@@ -355,7 +322,7 @@ TEST_CASE("messages of 128 bytes and more get multi-byte lengths, nested ones in
     for (const wire_field& f : parse(enc.bytes())) {
       CHECK(f.varint_size == (f.bytes.size() < 128 ? 1u : f.bytes.size() < 16'384 ? 2u : 3u));
     }
-    CHECK(packets_of(decode_raw(enc.bytes())).size() == 4);
+    CHECK(packets_of(protoc_decode_raw(enc.bytes())).size() == 4);
   }
 }
 
@@ -392,7 +359,7 @@ TEST_CASE("chunks taken one after another concatenate into one trace with a sing
   enc.counter(1, 400, std::int64_t{1});
   file += enc.bytes();
 
-  const std::vector<std::string> packets = packets_of(decode_raw(file));
+  const std::vector<std::string> packets = packets_of(protoc_decode_raw(file));
   REQUIRE(packets.size() == 6);
   CHECK(packets[0] == header_text);
   for (std::size_t i = 1; i < packets.size(); ++i) CHECK(packets[i].find("\n  6 {\n") == std::string::npos);
@@ -404,7 +371,7 @@ TEST_CASE("clear starts a new trace that opens with the clock header again") {
   enc.clear();
   CHECK(enc.bytes().empty());
   enc.slice_end(1, 200);
-  const std::vector<std::string> packets = packets_of(decode_raw(enc.bytes()));
+  const std::vector<std::string> packets = packets_of(protoc_decode_raw(enc.bytes()));
   REQUIRE(packets.size() == 2);
   CHECK(packets[0] == header_text);
   CHECK(packets[1] == "1 {\n  8: 200\n  10: 7\n  11 {\n    9: 2\n    11: 1\n  }\n}\n");
@@ -429,7 +396,7 @@ TEST_CASE("a call that throws leaves the trace as it was, clock header state inc
   CHECK(enc.bytes() == before);
   ::munmap(pages, huge);
 
-  const std::vector<std::string> packets = packets_of(decode_raw(enc.bytes()));
+  const std::vector<std::string> packets = packets_of(protoc_decode_raw(enc.bytes()));
   REQUIRE(packets.size() == 2);
   CHECK(packets[0] == header_text);
 }
