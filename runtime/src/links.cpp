@@ -11,6 +11,7 @@
 #include "exit_protocol.hpp"
 #include "signal_handling.hpp"
 #include "signal_nodes.hpp"
+#include "tracer.hpp"
 
 namespace grove {
 
@@ -31,6 +32,13 @@ runtime_state& require_runtime() {
   return *rt;
 }
 
+void trace_monitor(process* p, pid target, bool delivered) noexcept {
+  if (tracing(trace::event_kind::monitor)) [[unlikely]]
+    record(trace::event_kind::monitor,
+           static_cast<std::uint8_t>(delivered ? trace::signal_outcome::none : trace::signal_outcome::noproc), 0,
+           p->id().bits(), target.bits());
+}
+
 }  // namespace
 
 void link(pid other) {
@@ -40,7 +48,12 @@ void link(pid other) {
   process_extra& ex = p->ensure_extra();
   if (ex.links.count(other)) return;
   ex.links.insert(other);
-  if (!deliver(rt, other, make_signal<link_signal>(p->id()), false)) {
+  const bool delivered = deliver(rt, other, make_signal<link_signal>(p->id()), false);
+  if (tracing(trace::event_kind::link)) [[unlikely]]
+    record(trace::event_kind::link,
+           static_cast<std::uint8_t>(delivered ? trace::signal_outcome::none : trace::signal_outcome::noproc), 0,
+           p->id().bits(), other.bits());
+  if (!delivered) {
     ex.links.erase(other);
     if (!p->trap_exit) throw error(errc::noproc, fmt::format("link: {} does not exist", other));
     p->mail.push(detail::make_node<exit_signal>(exit_signal{other, exit_reason::noproc()}));
@@ -51,6 +64,8 @@ void unlink(pid other) {
   process* p = require_process();
   runtime_state& rt = require_runtime();
   if (!p->extra || p->extra->links.erase(other) == 0) return;
+  if (tracing(trace::event_kind::unlink)) [[unlikely]]
+    record(trace::event_kind::unlink, 0, 0, p->id().bits(), other.bits());
   deliver(rt, other, make_signal<unlink_signal>(p->id()), false);
 }
 
@@ -59,7 +74,9 @@ monitor_ref monitor(pid target) {
   runtime_state& rt = require_runtime();
   std::uint64_t ref = rt.next_ref.fetch_add(1, std::memory_order_relaxed);  // uniqueness is all we need
   p->ensure_extra().monitors.emplace(ref, target);
-  if (!deliver(rt, target, make_signal<monitor_signal>(p->id(), ref), false)) {
+  const bool delivered = deliver(rt, target, make_signal<monitor_signal>(p->id(), ref), false);
+  trace_monitor(p, target, delivered);
+  if (!delivered) {
     // The target is gone: the down comes at once, through the same path as any other.
     p->mail.push(make_signal<down_signal>(target, ref, exit_reason::noproc()));
   }
@@ -76,7 +93,9 @@ monitor_ref monitor(std::string_view name) {
   process_extra& ex = p->ensure_extra();
   ex.monitors.emplace(ref, target);
   ex.monitor_names.emplace(ref, std::string(name));
-  if (target.is_null() || !deliver(rt, target, make_signal<monitor_signal>(p->id(), ref), false)) {
+  const bool delivered = !target.is_null() && deliver(rt, target, make_signal<monitor_signal>(p->id(), ref), false);
+  trace_monitor(p, target, delivered);
+  if (!delivered) {
     // Nobody holds the name (or its holder is gone): the down comes at once, with noproc.
     p->mail.push(make_signal<down_signal>(target, ref, exit_reason::noproc()));
   }
@@ -88,6 +107,8 @@ bool demonitor(const monitor_ref& ref, bool flush) {
   bool active = p->extra && p->extra->monitors.erase(ref.id) > 0;
   if (active) {
     p->extra->monitor_names.erase(ref.id);
+    if (tracing(trace::event_kind::demonitor)) [[unlikely]]
+      record(trace::event_kind::demonitor, 0, 0, p->id().bits(), ref.target.bits());
     if (runtime_state* rt = current_runtime(); rt && !ref.target.is_null())
       deliver(*rt, ref.target, make_signal<demonitor_signal>(p->id(), ref.id), false);
   }

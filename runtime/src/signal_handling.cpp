@@ -28,6 +28,7 @@
 #include "introspection.hpp"
 #include "process.hpp"
 #include "signal_nodes.hpp"
+#include "tracer.hpp"
 
 namespace grove::internal {
 
@@ -44,6 +45,14 @@ enum class effect { none, queued, dies };
   p->saved.append(n);
   if (p->saved.size() == unmatched_mail_threshold.load(std::memory_order_relaxed)) [[unlikely]]
     report_unmatched_mail(p);
+}
+
+// The trace's record of an exit signal acted on (tracer.cpp's table), before its reason moves on.
+void trace_exit_signal(process* p, const exit_signal_node& s, trace::signal_outcome what) noexcept {
+  if (tracing(trace::event_kind::exit_signal)) [[unlikely]]
+    record(trace::event_kind::exit_signal, static_cast<std::uint8_t>(s.reason.what_kind()),
+           static_cast<std::uint32_t>(what), p->id().bits(), s.from.bits(), intern_reason_text(s.reason),
+           s.via_link ? 1 : 0);
 }
 
 // Acts on one signal (consumes it). An exit that ends the process is marked (mark_exiting), not
@@ -74,6 +83,9 @@ effect handle_signal(process* p, message_node* n) {
       d.node = local_node_name;
       p->extra->monitor_names.erase(it);
     }
+    if (tracing(trace::event_kind::down)) [[unlikely]]
+      record(trace::event_kind::down, static_cast<std::uint8_t>(d.reason.what_kind()), 0, p->id().bits(), s->from.bits(),
+             intern_reason_text(d.reason));
     keep(p, detail::make_node<down>(std::move(d)));
     return effect::queued;
   }
@@ -90,23 +102,33 @@ effect handle_signal(process* p, message_node* n) {
     p->exit_signals.fetch_sub(1, std::memory_order_relaxed);  // a count only; the node itself was acquired by pop
     if (p->exiting) return effect::none;  // already on its way out
     if (!s->via_link && s->reason.is_kill()) {
+      trace_exit_signal(p, *s, trace::signal_outcome::exits);
       mark_exiting(p, exit_reason::killed());
       p->extra->exit_by_signal = true;
       return effect::dies;
     }
     if (s->via_link) {
-      if (!p->extra || p->extra->links.erase(s->from) == 0) return effect::none;  // unlinked meanwhile
+      if (!p->extra || p->extra->links.erase(s->from) == 0) {  // unlinked meanwhile
+        trace_exit_signal(p, *s, trace::signal_outcome::ignored);
+        return effect::none;
+      }
     }
     if (p->trap_exit) {
+      trace_exit_signal(p, *s, trace::signal_outcome::trapped);
       keep(p, detail::make_node<exit_signal>(exit_signal{s->from, std::move(s->reason)}));
       return effect::queued;
     }
     if (s->reason.is_normal()) {
-      if (s->via_link || s->from != p->id()) return effect::none;
+      if (s->via_link || s->from != p->id()) {
+        trace_exit_signal(p, *s, trace::signal_outcome::ignored);
+        return effect::none;
+      }
+      trace_exit_signal(p, *s, trace::signal_outcome::exits);
       mark_exiting(p, exit_reason::normal());  // its own exit(self(), normal)
       p->extra->exit_by_signal = true;
       return effect::dies;
     }
+    trace_exit_signal(p, *s, trace::signal_outcome::exits);
     mark_exiting(p, s->reason);
     p->extra->exit_by_signal = true;
     return effect::dies;

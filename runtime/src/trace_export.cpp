@@ -7,8 +7,9 @@
 // process that appears in the rings, named by pid and registered name (looked up now: a process
 // already gone shows its pid only), holding its runs ("running on worker N"), its waits ("wait:
 // receive", ..., from the end of a run to the next begin) and instants for send, receive, receive
-// timeout, spawn and exit. A send starts a flow (its message id) that the receive of that message
-// terminates: the UI draws the arrow.
+// timeout, spawn, exit, link, unlink, monitor, demonitor, down, exit signal (what the receiver
+// did) and annotation; a steal is an instant on the thief's worker track. A send starts a flow
+// (its message id) that the receive of that message terminates: the UI draws the arrow.
 //
 // Slices are balanced on every track: the rings begin mid-stream (flight recorder), so an end
 // whose begin was overwritten is dropped, and slices still open at the end are closed at the
@@ -110,6 +111,47 @@ class exporter {
         case trace::event_kind::exit:
           close_wait(e.process, e.time_ns);
           enc_.instant(track_of(e.process), e.time_ns, fmt::format("exit: {}", e.detail), {.category = "process"});
+          break;
+        case trace::event_kind::link:
+        case trace::event_kind::monitor: {
+          const char* what = e.kind == trace::event_kind::link ? "link" : "monitor";
+          const std::string target = e.other.is_null() ? std::string("(a name nobody holds)") : label(e.other);
+          enc_.instant(track_of(e.process), e.time_ns,
+                       e.outcome == trace::signal_outcome::noproc ? fmt::format("{} {}: noproc", what, target)
+                                                                  : fmt::format("{} {}", what, target),
+                       {.category = "link"});
+          break;
+        }
+        case trace::event_kind::unlink:
+        case trace::event_kind::demonitor:
+          enc_.instant(track_of(e.process), e.time_ns,
+                       fmt::format("{} {}", e.kind == trace::event_kind::unlink ? "unlink" : "demonitor", label(e.other)),
+                       {.category = "link"});
+          break;
+        case trace::event_kind::down:
+          enc_.instant(track_of(e.process), e.time_ns, fmt::format("DOWN {}: {}", label(e.other), e.detail),
+                       {.category = "link"});
+          break;
+        case trace::event_kind::exit_signal: {
+          const char* what = e.outcome == trace::signal_outcome::trapped ? "trapped"
+                             : e.outcome == trace::signal_outcome::exits ? "exits"
+                                                                         : "ignored";
+          const std::string from = e.other.is_null() ? std::string("a thread") : label(e.other);
+          const annotation args[] = {{"through a link", e.count != 0}};
+          enc_.instant(track_of(e.process), e.time_ns, fmt::format("exit signal from {}: {} ({})", from, e.detail, what),
+                       {.category = "link", .annotations = args});
+          break;
+        }
+        case trace::event_kind::steal: {
+          const annotation args[] = {{"processes", static_cast<std::int64_t>(e.count)},
+                                     {"first", std::string_view(scratch_ = fmt::format("{}", e.process))}};
+          enc_.instant(thread, e.time_ns, fmt::format("steal {} from worker {}", e.count, e.from_worker),
+                       {.category = "scheduler", .annotations = args});
+          break;
+        }
+        case trace::event_kind::annotation:
+          enc_.instant(e.process.is_null() ? thread : track_of(e.process), e.time_ns,
+                       e.detail.empty() ? std::string_view("(annotation)") : std::string_view(e.detail), {.category = "user"});
           break;
       }
     }

@@ -15,6 +15,13 @@
 //     receive_timeout  a pid, arg wait_reason
 //     run_begin        a pid, x run-queue length
 //     run_end          a pid, arg park_reason | wait_reason << 4
+//     link, monitor    a caller, b other, arg signal_outcome (none or noproc)
+//     unlink, demonitor a caller, b other
+//     down             a watcher, b target, arg exit_reason::kind, c text id (intern_reason_text)
+//     exit_signal      a receiver, b sender, arg exit_reason::kind, x signal_outcome, c text id,
+//                      d 1 through a link
+//     steal            a first process taken, b victim worker, x processes taken
+//     annotation       a caller (0: not a process), c text id
 // Pids are their bits. A send and the receive of its message are paired when read: the newest
 // earlier send of the same node address to the same receiver with the same type. A node's address
 // is reused once it is freed (received, or dropped: a dead letter, an exit, an inactive alias), and
@@ -39,8 +46,9 @@
 // ## Rejected
 // A lock per ring (a worker would take it for every event); one shared MPSC queue (an RMW per
 // event on a shared line, and no flight-recorder overwrite); recording strings (names, reasons) in
-// the events: exits intern their reason's text under a lock (exits are rare next to messages), and
-// names are looked up when the trace is written.
+// the events: exits, downs, exit signals and annotations intern their text under a lock (rare next
+// to messages; a text repeated by a restart loop is kept once), and names are looked up when the
+// trace is written.
 #include "tracer.hpp"
 
 #include <sys/syscall.h>
@@ -159,17 +167,34 @@ void record(event_kind k, std::uint8_t arg, std::uint32_t x, std::uint64_t a, st
   }
 }
 
-std::uint64_t intern_trace_text(const exit_reason& reason) noexcept {
+std::uint64_t intern_trace_text(std::string_view text) noexcept {
   runtime_state* rt = current_runtime();
   if (!rt) return 0;
+  tracer& t = rt->tracer;
   try {
-    std::string text = reason.to_string();
-    std::lock_guard<std::mutex> g(rt->tracer.text_lock);
-    if (rt->tracer.texts.size() >= max_texts) return 0;  // a restart loop: later exits show their kind only
-    rt->tracer.texts.push_back(std::move(text));
-    return rt->tracer.texts.size();
+    std::string key(text);
+    std::lock_guard<std::mutex> g(t.text_lock);
+    if (auto it = t.text_ids.find(key); it != t.text_ids.end()) return it->second;
+    if (t.texts.size() >= max_texts) return 0;  // that many different texts: later ones show their kind only
+    t.texts.push_back(key);
+    try {
+      t.text_ids.emplace(std::move(key), t.texts.size());
+    } catch (...) {
+      t.texts.pop_back();
+      throw;
+    }
+    return t.texts.size();
   } catch (...) {
-    return 0;  // out of memory: the exit goes without its text
+    return 0;  // out of memory: the event goes without its text
+  }
+}
+
+std::uint64_t intern_reason_text(const exit_reason& reason) noexcept {
+  if (reason.what_kind() < exit_reason::kind::exception) return 0;
+  try {
+    return intern_trace_text(reason.to_string());
+  } catch (...) {
+    return 0;
   }
 }
 
@@ -207,14 +232,13 @@ std::vector<trace::event> trace_snapshot(tracer& t) {
     e.time_ns = r[0];
     e.worker = widx == foreign_worker ? -1 : widx;
     e.process = pid::from_bits(r[2]);
+    auto reason_text = [&](std::uint64_t id) {  // the text is the reason in full (exit_reason::to_string)
+      const std::string* text = id && id <= texts.size() ? &texts[id - 1] : nullptr;
+      return text ? *text : std::string(reason_kind_words(arg));
+    };
     switch (e.kind) {
       case event_kind::spawn: e.other = pid::from_bits(r[3]); break;
-      case event_kind::exit: {
-        const std::string_view words = reason_kind_words(arg);
-        const std::string* text = r[3] && r[3] <= texts.size() ? &texts[r[3] - 1] : nullptr;
-        e.detail = text ? *text : std::string(words);  // the text is the reason in full (exit_reason::to_string)
-        break;
-      }
+      case event_kind::exit: e.detail = reason_text(r[3]); break;
       case event_kind::send:
         e.other = pid::from_bits(r[3]);
         e.message_type = r[5] ? reinterpret_cast<const detail::message_type*>(r[5])->name() : nullptr;
@@ -234,6 +258,31 @@ std::vector<trace::event> trace_snapshot(tracer& t) {
       case event_kind::receive_timeout: break;
       case event_kind::run_begin: e.count = x; break;
       case event_kind::run_end: e.detail = park_words(arg & 0xF, arg >> 4); break;
+      case event_kind::link:
+      case event_kind::monitor:
+        e.other = pid::from_bits(r[3]);
+        e.outcome = static_cast<trace::signal_outcome>(arg);
+        break;
+      case event_kind::unlink:
+      case event_kind::demonitor: e.other = pid::from_bits(r[3]); break;
+      case event_kind::down:
+        e.other = pid::from_bits(r[3]);
+        e.detail = reason_text(r[4]);
+        break;
+      case event_kind::exit_signal:
+        e.other = pid::from_bits(r[3]);
+        e.detail = reason_text(r[4]);
+        e.outcome = static_cast<trace::signal_outcome>(x);
+        e.count = static_cast<std::uint32_t>(r[5]);
+        break;
+      case event_kind::steal:
+        e.other = {};
+        e.count = x;
+        e.from_worker = static_cast<int>(r[3]);
+        break;
+      case event_kind::annotation:
+        if (r[4] && r[4] <= texts.size()) e.detail = texts[r[4] - 1];
+        break;
     }
     out.push_back(std::move(e));
   }
@@ -318,6 +367,14 @@ std::error_code start(const options& o) {
 void stop() noexcept { trace_mask.store(0, std::memory_order_relaxed); }
 
 bool is_recording() noexcept { return trace_mask.load(std::memory_order_relaxed) != 0; }
+
+bool is_recording(event_kind k) noexcept { return tracing(k); }
+
+void annotate(std::string_view text) noexcept {
+  if (!tracing(event_kind::annotation)) return;
+  process* p = current_process();
+  record(event_kind::annotation, 0, 0, p ? p->id().bits() : 0, 0, intern_trace_text(text));
+}
 
 std::size_t dump(std::string_view why) noexcept {
   runtime_state* rt = current_runtime();

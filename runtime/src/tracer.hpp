@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <grove/exit_reason.hpp>
@@ -45,8 +46,12 @@ struct trace_ring {
 // Records one event (a, b, c, d: per kind, as tracer.cpp's table says). Called only when tracing(k).
 void record(event_kind k, std::uint8_t arg, std::uint32_t x, std::uint64_t a, std::uint64_t b = 0, std::uint64_t c = 0,
             std::uint64_t d = 0) noexcept;
-// An exit reason's text for an exit event: an id into the tracer's table (0: none, or the table full).
-std::uint64_t intern_trace_text(const exit_reason& reason) noexcept;
+// A text for an event: an id into the tracer's table (0: the table is full, or out of memory). The
+// same text gets the same id.
+std::uint64_t intern_trace_text(std::string_view text) noexcept;
+// An exit reason's text for an exit, down or exit-signal event: 0 for the kinds whose name says it
+// all (normal, shutdown, kill, killed, noproc); the interned to_string() for the others.
+std::uint64_t intern_reason_text(const exit_reason& reason) noexcept;
 
 // The runtime's tracer (runtime_state::tracer).
 struct tracer {
@@ -58,8 +63,10 @@ struct tracer {
   std::mutex foreign_lock;                           // writers of the foreign ring
   trace_ring* foreign_out = nullptr;                 // guarded by foreign_lock: the foreign ring
   std::mutex text_lock;
-  std::vector<std::string> texts;                    // guarded by text_lock: interned exit reasons (id - 1),
-                                                     // kept for the runtime's life (at most 65,536)
+  std::vector<std::string> texts;                    // guarded by text_lock: interned texts (id - 1): exit
+                                                     // reasons and annotations, kept for the runtime's
+                                                     // life (at most 65,536)
+  std::unordered_map<std::string, std::uint64_t> text_ids;  // guarded by text_lock: text → id
   std::string env_path;                              // GROVE_TRACE: written at stop (owner: the runtime's thread)
   std::string dump_file;                             // guarded by lock: options::dump_file
   std::atomic<std::uint64_t> last_dump_ns{0};        // shared: trace::dump's rate limit (relaxed: a hint)

@@ -179,11 +179,15 @@ process* worker::steal_from_others() {
       }
       if (process* p = victim.runnext.exchange(nullptr, std::memory_order_acq_rel)) {  // acq_rel: see push_runnext
         steals.fetch_add(1, std::memory_order_relaxed);  // statistics
+        if (tracing(event_kind::steal)) [[unlikely]]
+          record(event_kind::steal, 0, 1, p->id().bits(), v);
         return p;
       }
       continue;
     }
     steals.fetch_add(got, std::memory_order_relaxed);  // statistics
+    if (tracing(event_kind::steal)) [[unlikely]]
+      record(event_kind::steal, 0, got, batch[0]->id().bits(), v);
     for (std::uint32_t i = 1; i < got; ++i) local.push(batch[i]);  // our queue is empty: they fit
     return batch[0];
   }

@@ -98,6 +98,17 @@ supervisor_process::supervisor_process(pid parent, flags f)
 
 // ---- 1. start ----
 
+// A trace annotation (grove/trace.hpp) for a start or a report, formatted only while recorded.
+template <typename... Args>
+void annotate_trace(fmt::format_string<Args...> format, Args&&... args) noexcept {
+  if (!grove::trace::is_recording(grove::trace::event_kind::annotation)) return;
+  try {
+    grove::trace::annotate(fmt::format(format, std::forward<Args>(args)...));
+  } catch (...) {
+    // Out of memory for the text: the trace goes without it.
+  }
+}
+
 exit_reason failed_to_start_reason(const std::string& id, const exit_reason& reason) {
   return exit_reason::user<failed_to_start_child>("shutdown", failed_to_start_child{id, reason},
                                                   fmt::format("failed_to_start_child '{}': {}", id, reason));
@@ -233,6 +244,7 @@ supervisor_process::start_outcome supervisor_process::start(child_it c) {
   c->state = child_state::running;
   c->started_at = clock::now();
   by_pid_.emplace(p, c);
+  annotate_trace("supervisor: started {} {}", c->spec->id, p);  // OTP's progress report
   return {};
 }
 
@@ -590,6 +602,7 @@ const logger* supervisor_process::active_logger() {
 }
 
 void supervisor_process::report(report_kind kind, const child& c, pid p, const exit_reason& why, std::string text) {
+  annotate_trace("supervisor: {} {} {}: {}", kind, c.spec->id, p, why);
   const logger* l = active_logger();
   if (!l) return;  // silenced: build nothing (the restarts benchmark runs this way, as OTP's with logging off)
   crash_report r;

@@ -202,7 +202,7 @@ TEST_CASE("reading the rings while every worker records gives whole events: each
     // than the one its send went to, or of another type, or as a pid no process here has.
     std::unordered_map<std::uint64_t, const trace::event*> sent;
     for (const auto& e : events) {
-      CHECK(static_cast<unsigned>(e.kind) <= static_cast<unsigned>(trace::event_kind::run_end));
+      CHECK(static_cast<unsigned>(e.kind) <= static_cast<unsigned>(trace::event_kind::annotation));
       CHECK(e.worker < static_cast<int>(grove_test::test_workers()));
       if (e.kind == trace::event_kind::send) {
         CHECK((type_is(e, "request") || type_is(e, "reply") || type_is(e, "go")));
@@ -222,6 +222,195 @@ TEST_CASE("reading the rings while every worker records gives whole events: each
   stop = true;
   for (unsigned i = 0; i < pairs; ++i) grove::receive([](go) {});
   trace::stop();
+}
+
+namespace {
+
+const trace::event* find_event(const std::vector<trace::event>& all, trace::event_kind k, grove::pid process, grove::pid other) {
+  for (const auto& e : all)
+    if (e.kind == k && e.process == process && e.other == other) return &e;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("links, monitors, downs and exit signals are recorded, each exit signal with what its receiver did") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  grove::trap_exit(true);
+  REQUIRE(!trace::start());
+  // crasher exits with a reason of its own when told; bystander is linked to it and does not trap
+  // exits; calm is linked to quiet, which exits normally (the signal is ignored).
+  grove::pid crasher = grove::spawn([] {
+    grove::receive([](go) {});
+    grove::exit(grove::exit_reason("disk_full"));
+  });
+  grove::pid bystander = grove::spawn([crasher, self] {
+    grove::link(crasher);
+    grove::send(self, go{});
+    grove::receive([](request) {});  // never comes: it dies by the signal
+  });
+  grove::pid quiet = grove::spawn([] { grove::receive([](go) {}); });
+  grove::pid calm = grove::spawn([quiet, self] {
+    grove::link(quiet);
+    grove::send(self, go{});
+    grove::receive([self](go) { grove::send(self, reply{}); });  // after quiet's exit signal: acted on
+    grove::receive([](request) {});  // never comes: it is killed
+  });
+  REQUIRE(grove::receive([](go) { return true; }, grove::after(patience, [] { return false; })));
+  REQUIRE(grove::receive([](go) { return true; }, grove::after(patience, [] { return false; })));
+  grove::link(crasher);
+  (void)grove::monitor(crasher);
+  (void)grove::monitor(bystander);
+  (void)grove::monitor(calm);
+  (void)grove::monitor(quiet);
+  grove::send(crasher, go{});
+  grove::send(quiet, go{});
+  // The crash reaches us trapped, and as a down; bystander dies of it.
+  std::string trapped;
+  REQUIRE(grove::receive(grove::when([crasher](const grove::exit_signal& e) { return e.from == crasher; },
+                                     [&](grove::exit_signal e) { trapped = e.reason.to_string(); return true; }),
+                         grove::after(patience, [] { return false; })));
+  CHECK(trapped.find("disk_full") != std::string::npos);
+  auto down_of = [](grove::pid who) {
+    return grove::receive(grove::when([who](const grove::down& d) { return d.from == who; }, [](grove::down d) { return d.reason.to_string(); }),
+                          grove::after(patience, [] { return std::string("(no down)"); }));
+  };
+  CHECK(down_of(crasher).find("disk_full") != std::string::npos);
+  CHECK(down_of(bystander).find("disk_full") != std::string::npos);
+  // calm ignores quiet's normal exit (its exit signal reaches calm before quiet's down reaches us,
+  // and before our go); it ends only when killed, directly.
+  CHECK(down_of(quiet) == "normal");
+  grove::send(calm, go{});
+  REQUIRE(grove::receive([](reply) { return true; }, grove::after(patience, [] { return false; })));
+  grove::exit(calm, grove::exit_reason::kill());
+  CHECK(down_of(calm) == "killed");
+  // A link to and a monitor of a process that is gone; an unlink and a demonitor.
+  grove::link(crasher);  // dead: trapped as a noproc exit signal
+  REQUIRE(grove::receive(grove::when([crasher](const grove::exit_signal& e) { return e.from == crasher; }, [](grove::exit_signal) { return true; }),
+                         grove::after(patience, [] { return false; })));
+  (void)grove::monitor(crasher);
+  CHECK(down_of(crasher) == "noproc");
+  grove::pid idle = grove::spawn([] { grove::receive([](go) {}); });
+  grove::link(idle);
+  grove::unlink(idle);
+  const grove::monitor_ref on_idle = grove::monitor(idle);
+  CHECK(grove::demonitor(on_idle, true));
+  grove::send(idle, go{});
+
+  const std::vector<trace::event> all = trace::snapshot();
+  trace::stop();
+  using trace::event_kind;
+  using trace::signal_outcome;
+  const trace::event* e = find_event(all, event_kind::link, bystander, crasher);
+  REQUIRE(e);
+  CHECK(e->outcome == signal_outcome::none);
+  REQUIRE(find_event(all, event_kind::monitor, self, crasher));
+  e = find_event(all, event_kind::exit_signal, self, crasher);  // the first: the crash, trapped
+  REQUIRE(e);
+  CHECK(e->outcome == signal_outcome::trapped);
+  CHECK(e->count == 1);  // through a link
+  CHECK(e->detail.find("disk_full") != std::string::npos);
+  e = find_event(all, event_kind::exit_signal, bystander, crasher);
+  REQUIRE(e);
+  CHECK(e->outcome == signal_outcome::exits);
+  CHECK(e->detail.find("disk_full") != std::string::npos);
+  e = find_event(all, event_kind::exit_signal, calm, quiet);
+  REQUIRE(e);
+  CHECK(e->outcome == signal_outcome::ignored);
+  CHECK(e->detail == "normal");
+  e = find_event(all, event_kind::exit_signal, calm, self);
+  REQUIRE(e);
+  CHECK(e->outcome == signal_outcome::exits);
+  CHECK(e->count == 0);  // sent directly
+  CHECK(e->detail == "kill");
+  e = find_event(all, event_kind::down, self, bystander);
+  REQUIRE(e);
+  CHECK(e->detail.find("disk_full") != std::string::npos);
+  // The second link to crasher and the second monitor of it: it was gone.
+  int noproc_links = 0, noproc_monitors = 0;
+  for (const auto& x : all) {
+    if (x.process != self || x.other != crasher) continue;
+    if (x.kind == event_kind::link && x.outcome == signal_outcome::noproc) ++noproc_links;
+    if (x.kind == event_kind::monitor && x.outcome == signal_outcome::noproc) ++noproc_monitors;
+  }
+  CHECK(noproc_links == 1);
+  CHECK(noproc_monitors == 1);
+  CHECK(find_event(all, event_kind::unlink, self, idle));
+  CHECK(find_event(all, event_kind::demonitor, self, idle));
+
+  // The Perfetto file shows them on the processes' tracks.
+  char path[] = "/tmp/grove-trace-links-XXXXXX";
+  const int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  REQUIRE(trace::write_perfetto(path));
+  const std::string text = grove_test::protoc_decode_raw_file(path);
+  ::unlink(path);
+  CHECK(text.find("(trapped)") != std::string::npos);
+  CHECK(text.find("(ignored)") != std::string::npos);
+  CHECK(text.find("(exits)") != std::string::npos);
+  CHECK(text.find("DOWN ") != std::string::npos);
+  CHECK(text.find(": noproc") != std::string::npos);
+}
+
+TEST_CASE("annotations carry their text, from processes and from other threads; a repeated text is kept once") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  REQUIRE(!trace::start());
+  CHECK(trace::is_recording(trace::event_kind::annotation));
+  for (int i = 0; i < 3; ++i) trace::annotate("checkpoint reached");
+  std::thread([] { trace::annotate("from a plain thread"); }).join();
+  trace::annotate("");
+  const std::vector<trace::event> all = of_kind(trace::snapshot(), trace::event_kind::annotation);
+  REQUIRE(all.size() == 5);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(all[i].detail == "checkpoint reached");
+    CHECK(all[i].process == me.pid());
+  }
+  CHECK(all[3].detail == "from a plain thread");
+  CHECK(all[3].process.is_null());
+  CHECK(all[3].worker == -1);
+  CHECK(all[4].detail.empty());
+  // Not recorded when its kind is not selected.
+  REQUIRE(!trace::start({.kinds = trace::bit(trace::event_kind::send)}));
+  CHECK(!trace::is_recording(trace::event_kind::annotation));
+  trace::annotate("unseen");
+  CHECK(of_kind(trace::snapshot(), trace::event_kind::annotation).empty());
+  trace::stop();
+}
+
+TEST_CASE("a worker held by a process that never yields has its queue stolen, and the trace shows the steals") {
+  if (grove_test::test_workers() < 2) return;  // one worker: nobody to steal
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  REQUIRE(!trace::start({.kinds = trace::bit(trace::event_kind::steal) | trace::bit(trace::event_kind::spawn)}));
+  constexpr int children = 64;
+  std::atomic<int> ran{0};
+  grove::pid spawner = grove::spawn([&] {
+    // Its children go to this worker's queue; it computes until they have all run, so every one
+    // of them ran on another worker, taken by a steal.
+    for (int i = 0; i < children; ++i) grove::spawn([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+    const auto until = std::chrono::steady_clock::now() + patience;
+    while (ran.load(std::memory_order_relaxed) < children && std::chrono::steady_clock::now() < until) {
+    }
+  });
+  REQUIRE(grove_test::wait_until([&] { return ran.load(std::memory_order_relaxed) == children; }));
+  const std::vector<trace::event> all = trace::snapshot();
+  trace::stop();
+  int spawned_on = -1;
+  for (const auto& e : all)
+    if (e.kind == trace::event_kind::spawn && e.process == spawner) spawned_on = e.worker;
+  REQUIRE(spawned_on >= 0);
+  std::uint32_t stolen = 0;
+  for (const auto& e : of_kind(all, trace::event_kind::steal)) {
+    CHECK(e.worker != e.from_worker);
+    CHECK(e.count >= 1);
+    CHECK(!e.process.is_null());
+    if (e.from_worker == spawned_on) stolen += e.count;
+  }
+  CHECK(stolen >= static_cast<std::uint32_t>(children));
 }
 
 TEST_CASE("tracing without a runtime is refused") {

@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 using namespace svc_test;
 
@@ -73,6 +75,32 @@ TEST_CASE("a full wait queue rejects at once with pool_full") {
   grove::send(worker, go{});
   CHECK(running.await(patience).value() == 1);
   CHECK(queued.await(patience).value() == 2);
+}
+
+TEST_CASE("a pool annotates the trace on its own track: each checkout, each refusal, each caller that gave up") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid test = me.pid();
+  REQUIRE(!grove::trace::start({.kinds = grove::trace::bit(grove::trace::event_kind::annotation)}));
+  auto pool = start_pool(1, 1);
+  auto running = svc::async([pool, test] { return pool.run(svc::deadline::after(patience), blocking_job(test, 1)); });
+  const grove::pid worker = receive_one<job_started>().worker;
+  auto queued = svc::async([pool] { return pool.checkout(svc::deadline::after(100ms)).has_value(); });
+  CHECK(!queued.await(patience).value());  // gave up in the queue
+  auto queued_again = svc::async([pool] { return pool.run(svc::deadline::after(patience), [] { return 2; }); });
+  REQUIRE(grove_test::wait_until([&] { return stats_of(pool).queued == 1; }));
+  CHECK(pool.run(svc::deadline::after(patience), [] { return 3; }).error() == svc::errc::pool_full);
+  grove::send(worker, go{});
+  CHECK(running.await(patience).value() == 1);
+  CHECK(queued_again.await(patience).value() == 2);
+  std::vector<std::string> texts;
+  for (const auto& e : grove::trace::snapshot())
+    if (e.kind == grove::trace::event_kind::annotation && e.process == pool.pid()) texts.push_back(e.detail);
+  grove::trace::stop();
+  const std::vector<std::string> expected = {"pool: checkout (a job)", "pool: a queued caller timed out",
+                                             "pool: rejected, full (every worker busy, the queue full)",
+                                             "pool: checkout (a job)"};
+  CHECK(texts == expected);
 }
 
 TEST_CASE("a checkout past its deadline returns deadline_exceeded and counts a timeout") {

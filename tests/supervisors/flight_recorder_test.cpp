@@ -76,3 +76,27 @@ TEST_CASE("a supervisor that gives up dumps the flight recorder, at most once a 
   CHECK(trace::dump("asked") == 0);
   ::unlink(path);
 }
+
+TEST_CASE("a supervisor annotates the trace: each child started, the crash, the give-up") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  grove::trap_exit(true);
+  REQUIRE(!trace::start({.kinds = trace::bit(trace::event_kind::annotation)}));
+  give_up_once("payments");
+  std::vector<std::string> texts;
+  for (const trace::event& e : trace::snapshot())
+    if (e.kind == trace::event_kind::annotation) texts.push_back(e.detail);
+  trace::stop();
+  auto index_of = [&](std::string_view needle) {
+    for (std::size_t i = 0; i < texts.size(); ++i)
+      if (texts[i].find(needle) != std::string::npos) return static_cast<long>(i);
+    return -1L;
+  };
+  const long started = index_of("supervisor: started w ");
+  const long crashed = index_of("supervisor: child_crashed w ");
+  const long gave_up = index_of("supervisor: gave_up w ");
+  REQUIRE(started >= 0);
+  REQUIRE(crashed > started);
+  REQUIRE(gave_up >= crashed);
+  CHECK(texts[static_cast<std::size_t>(crashed)].find("boom") != std::string::npos);
+}

@@ -18,15 +18,19 @@
 //
 // What the trace shows: one track per worker (a slice per process run, named by pid and registered
 // name; a counter of its run-queue length), and one per process (its runs, its waits and why, an
-// instant for each send, receive, receive timeout, spawn and exit), with a flow arrow from each send
-// to the receive that took the message. A call that timed out reads: the request's arrow into the
-// server, the server's long run (or its queue behind another), the caller's "receive timed out",
-// then the late reply's arrow.
+// instant for each send, receive, receive timeout, spawn, exit, link, monitor, down, exit signal and
+// annotation), with a flow arrow from each send to the receive that took the message. A call that
+// timed out reads: the request's arrow into the server, the server's long run (or its queue behind
+// another), the caller's "receive timed out", then the late reply's arrow.
 //
 // Dumps: dump() writes the rings to options::dump_file, and a supervisor that gives up calls it.
 //
-// Not recorded (yet): link, monitor and exit-signal delivery, steals, IO readiness, supervisor and
-// pool events; per-process switching (erlang:trace/3 for one pid); a dump on a signal.
+// Also recorded: link, unlink, monitor and demonitor calls; down messages and exit signals as their
+// receiver acts on them (what it did: ignored, trapped, exited); steals between workers; and
+// annotations (annotate()), which supervisors and pools write for their reports.
+//
+// Not recorded (yet): IO readiness, timer fires of send_after; per-process switching
+// (erlang:trace/3 for one pid); a dump on a signal.
 #pragma once
 
 #include <cstddef>
@@ -53,10 +57,33 @@ enum class event_kind : std::uint8_t {
   receive_timeout,  // process: a receive (or sleep) whose timeout ended it
   run_begin,        // process: starts running on `worker`; count: the worker's run-queue length then
   run_end,          // process: stops running; detail: why ("wait: receive", "yield", "exit", ...)
+  link,             // process: the caller of link(); other: the process linked to; outcome: noproc if
+                    // it did not exist (the link was not made)
+  unlink,           // process: the caller of unlink(); other: the process unlinked from
+  monitor,          // process: the caller of monitor(); other: the target (null: a name nobody holds);
+                    // outcome: noproc if it did not exist (the down follows at once)
+  demonitor,        // process: the caller of demonitor(); other: the target
+  down,             // process: the watcher, as the down message joins its mailbox; other: the target;
+                    // detail: the reason
+  exit_signal,      // process: the receiver, as it acts on the signal; other: the sender; detail: the
+                    // reason; outcome: what it did (ignored, trapped, exits); count: 1 through a link
+  steal,            // process: the first process taken (it runs next); count: how many; from_worker:
+                    // the worker they came from; worker: the thief
+  annotation,       // process: the caller (null from a thread that is not a process); detail: the text
+                    // given to annotate() (supervisors and pools write theirs: grove/trace.hpp's end)
 };
 
 inline constexpr std::uint32_t bit(event_kind k) noexcept { return 1u << static_cast<unsigned>(k); }
-inline constexpr std::uint32_t all_events = 0x7F;
+inline constexpr std::uint32_t all_events = 0x7FFF;
+
+// What a link, a monitor or an exit signal came to.
+enum class signal_outcome : std::uint8_t {
+  none,     // the event kind has no outcome, or it succeeded (link, monitor)
+  noproc,   // link, monitor: the other process did not exist
+  ignored,  // exit_signal: dropped (a normal exit through a link, or a link the receiver no longer has)
+  trapped,  // exit_signal: the receiver traps exits; it became an exit_signal message
+  exits,    // exit_signal: the receiver exits with the reason (killed for a direct kill)
+};
 
 struct options {
   std::size_t events_per_worker = 65536;  // ring size per worker (rounded up to a power of two, >= 64)
@@ -70,6 +97,8 @@ std::error_code start(const options& o = {});
 // Stops recording; what was recorded stays readable until the next start or the runtime's end.
 void stop() noexcept;
 bool is_recording() noexcept;
+// Whether events of this kind are recorded now: guard the formatting of an annotation with it.
+bool is_recording(event_kind k) noexcept;
 
 struct event {
   event_kind kind = event_kind::spawn;
@@ -80,9 +109,21 @@ struct event {
   const char* message_type = nullptr; // send, receive: the C++ type's name (as typeid gives it)
   std::uint64_t message_id = 0;       // send, receive: the same non-zero id for a send and the receive
                                       // that took its message (0: the other end is not in the rings)
-  std::uint32_t count = 0;            // receive: messages passed over; run_begin: run-queue length
-  std::string detail;                 // exit: the reason; run_end: why it stopped
+  std::uint32_t count = 0;            // receive: messages passed over; run_begin: run-queue length;
+                                      // steal: processes taken; exit_signal: 1 through a link
+  std::string detail;                 // exit, down, exit_signal: the reason; run_end: why it stopped;
+                                      // annotation: its text
+  signal_outcome outcome = signal_outcome::none;  // link, monitor, exit_signal
+  int from_worker = -1;               // steal: the victim
 };
+
+// Records an annotation event with this text on the calling process's track (Go's trace.Log): what
+// a library or the program wants next to the runtime's events. Recorded only while
+// is_recording(event_kind::annotation); texts are kept once each (a repeated text costs a lookup),
+// up to 65,536 different texts a runtime, after which annotations are recorded without a text.
+// Supervisors annotate each report (child crashed, restarted, gave up, start failed), pools each
+// refusal and timed-out waiter. Never throws.
+void annotate(std::string_view text) noexcept;
 
 // What the rings hold now, oldest first. Thread-safe; recording goes on meanwhile.
 std::vector<event> snapshot();

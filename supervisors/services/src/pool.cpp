@@ -49,6 +49,7 @@
 #include <vector>
 
 #include <grove/grove.hpp>
+#include <grove/trace.hpp>
 
 namespace grove::services {
 
@@ -183,6 +184,7 @@ class pool_manager {
   void arrive(waiter w) {
     if (w.due.has_passed()) {
       ++stats_.timed_out;
+      grove::trace::annotate("pool: refused, the caller's deadline had passed");
       grove::send(w.reply, pool_refused{w.ticket, failure(errc::deadline_exceeded)});
     } else if (!idle_.empty()) {
       assign(std::move(w));
@@ -191,6 +193,7 @@ class pool_manager {
       stats_.peak_queued = std::max(stats_.peak_queued, queue_.size());
     } else {
       ++stats_.rejected;
+      grove::trace::annotate("pool: rejected, full (every worker busy, the queue full)");
       grove::send(w.reply, pool_refused{w.ticket, failure(errc::pool_full)});
     }
   }
@@ -201,6 +204,7 @@ class pool_manager {
     idle_.pop_back();
     workers_[k].ticket = w.ticket;
     ++stats_.served;
+    grove::trace::annotate(w.job ? "pool: checkout (a job)" : "pool: checkout (a lease)");
     assignment a{k, w.reply, w.job == nullptr, {}};
     if (w.job) {
       grove::send(workers_[k].pid, job_msg{w.ticket, w.due, std::move(w.job)});
@@ -217,6 +221,7 @@ class pool_manager {
       queue_.pop_front();
       if (w.due.has_passed()) {
         ++stats_.timed_out;  // its caller has given up (or is about to)
+        grove::trace::annotate("pool: a queued caller's deadline passed");
         continue;
       }
       assign(std::move(w));
@@ -237,6 +242,7 @@ class pool_manager {
     if (q != queue_.end()) {
       queue_.erase(q);
       ++stats_.timed_out;
+      grove::trace::annotate("pool: a queued caller timed out");
       return;
     }
     auto it = busy_.find(ticket);
