@@ -49,7 +49,7 @@ void send_node_to_alias(const alias& to, message_node* n) {
       throw;
     }
   }
-  if (tracing(event_kind::send)) [[unlikely]]
+  if (tracing(event_kind::send, self)) [[unlikely]]
     record(event_kind::send, 0, 0, self ? self->id().bits() : 0, to.owner.bits(), reinterpret_cast<std::uintptr_t>(n),
            reinterpret_cast<std::uintptr_t>(n->type));
   // The wrapper owns n from here: if allocating it throws, n is freed with it.

@@ -197,7 +197,7 @@ void exit_process(runtime_state* rt, process* p, const exit_reason& reason) noex
   // 3.
   disarm_timeout(p);
   const pid self = p->id();
-  if (tracing(event_kind::exit)) [[unlikely]]
+  if (tracing(event_kind::exit, p)) [[unlikely]]
     record(event_kind::exit, static_cast<std::uint8_t>(reason.what_kind()), 0, self.bits(), intern_reason_text(reason));
   std::string name;
   if (rt && p->has_name.load(std::memory_order_acquire)) {  // acquire: pairs with register

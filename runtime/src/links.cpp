@@ -33,7 +33,7 @@ runtime_state& require_runtime() {
 }
 
 void trace_monitor(process* p, pid target, bool delivered) noexcept {
-  if (tracing(trace::event_kind::monitor)) [[unlikely]]
+  if (tracing(trace::event_kind::monitor, p)) [[unlikely]]
     record(trace::event_kind::monitor,
            static_cast<std::uint8_t>(delivered ? trace::signal_outcome::none : trace::signal_outcome::noproc), 0,
            p->id().bits(), target.bits());
@@ -49,7 +49,7 @@ void link(pid other) {
   if (ex.links.count(other)) return;
   ex.links.insert(other);
   const bool delivered = deliver(rt, other, make_signal<link_signal>(p->id()), false);
-  if (tracing(trace::event_kind::link)) [[unlikely]]
+  if (tracing(trace::event_kind::link, p)) [[unlikely]]
     record(trace::event_kind::link,
            static_cast<std::uint8_t>(delivered ? trace::signal_outcome::none : trace::signal_outcome::noproc), 0,
            p->id().bits(), other.bits());
@@ -64,7 +64,7 @@ void unlink(pid other) {
   process* p = require_process();
   runtime_state& rt = require_runtime();
   if (!p->extra || p->extra->links.erase(other) == 0) return;
-  if (tracing(trace::event_kind::unlink)) [[unlikely]]
+  if (tracing(trace::event_kind::unlink, p)) [[unlikely]]
     record(trace::event_kind::unlink, 0, 0, p->id().bits(), other.bits());
   deliver(rt, other, make_signal<unlink_signal>(p->id()), false);
 }
@@ -107,7 +107,7 @@ bool demonitor(const monitor_ref& ref, bool flush) {
   bool active = p->extra && p->extra->monitors.erase(ref.id) > 0;
   if (active) {
     p->extra->monitor_names.erase(ref.id);
-    if (tracing(trace::event_kind::demonitor)) [[unlikely]]
+    if (tracing(trace::event_kind::demonitor, p)) [[unlikely]]
       record(trace::event_kind::demonitor, 0, 0, p->id().bits(), ref.target.bits());
     if (runtime_state* rt = current_runtime(); rt && !ref.target.is_null())
       deliver(*rt, ref.target, make_signal<demonitor_signal>(p->id(), ref.id), false);

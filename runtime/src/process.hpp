@@ -95,6 +95,9 @@ struct alignas(64) process {
   timer_node timer;                        // owner: its receive/sleep timeout (timers.cpp)
   std::uint16_t timer_worker = 0;          // owner: whose wheel `timer` is in, while armed
   bool timer_armed = false;                // owner: `timer` may be linked in a wheel
+  // shared: trace::process_flags (trace_process stores them under a table ref; recording sites load
+  // them, relaxed: a switch, the rings are published apart). Fills padding.
+  std::atomic<std::uint8_t> trace_flags{0};
   std::uint16_t worker = 0;                // owner: the worker running it (or that ran it last)
   process_kind kind = process_kind::scheduled;
   park_reason parked = park_reason::none;  // owner: set just before switching to the worker
@@ -131,6 +134,7 @@ struct alignas(64) process {
     ctx = context{};  // no exception state or sanitizer state from the previous process
     parked = park_reason::none;
     timer_armed = false;
+    trace_flags.store(0, std::memory_order_relaxed);  // published with the pid (process_table::allocate)
     trap_exit = false;
     pinned = false;
     home = no_home;

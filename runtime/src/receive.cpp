@@ -149,7 +149,7 @@ void send_node(pid to, message_node* n) {
       throw;
     }
   }
-  if (tracing(event_kind::send)) [[unlikely]]  // before the push: the receive cannot come first
+  if (tracing(event_kind::send, self)) [[unlikely]]  // before the push: the receive cannot come first
     record(event_kind::send, 0, 0, self ? self->id().bits() : 0, to.bits(), reinterpret_cast<std::uintptr_t>(n),
            reinterpret_cast<std::uintptr_t>(n->type));
   deliver(*rt, to, n, true);  // a dead target counts a dead letter there
@@ -183,7 +183,7 @@ matched receive_node(match_fn match, void* matcher, std::int64_t timeout_ns) {
       int h = match(matcher, cur);
       if (h >= 0) {
         message_node* n = p->saved.remove_after(prev);
-        if (tracing(event_kind::receive)) [[unlikely]]
+        if (tracing(event_kind::receive, p)) [[unlikely]]
           record(event_kind::receive, 0, passed, p->id().bits(), 0, reinterpret_cast<std::uintptr_t>(n),
                  reinterpret_cast<std::uintptr_t>(n->type));
         charge(p, false);
@@ -200,7 +200,7 @@ matched receive_node(match_fn match, void* matcher, std::int64_t timeout_ns) {
       }
     }
     if (!forever && (timeout_ns == 0 || now_ns() >= deadline)) {
-      if (timeout_ns > 0 && tracing(event_kind::receive_timeout)) [[unlikely]]
+      if (timeout_ns > 0 && tracing(event_kind::receive_timeout, p)) [[unlikely]]
         record(event_kind::receive_timeout, static_cast<std::uint8_t>(waits_on), 0, p->id().bits());
       return {nullptr, -1};
     }

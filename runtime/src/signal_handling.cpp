@@ -49,7 +49,7 @@ enum class effect { none, queued, dies };
 
 // The trace's record of an exit signal acted on (tracer.cpp's table), before its reason moves on.
 void trace_exit_signal(process* p, const exit_signal_node& s, trace::signal_outcome what) noexcept {
-  if (tracing(trace::event_kind::exit_signal)) [[unlikely]]
+  if (tracing(trace::event_kind::exit_signal, p)) [[unlikely]]
     record(trace::event_kind::exit_signal, static_cast<std::uint8_t>(s.reason.what_kind()),
            static_cast<std::uint32_t>(what), p->id().bits(), s.from.bits(), intern_reason_text(s.reason),
            s.via_link ? 1 : 0);
@@ -83,7 +83,7 @@ effect handle_signal(process* p, message_node* n) {
       d.node = local_node_name;
       p->extra->monitor_names.erase(it);
     }
-    if (tracing(trace::event_kind::down)) [[unlikely]]
+    if (tracing(trace::event_kind::down, p)) [[unlikely]]
       record(trace::event_kind::down, static_cast<std::uint8_t>(d.reason.what_kind()), 0, p->id().bits(), s->from.bits(),
              intern_reason_text(d.reason));
     keep(p, detail::make_node<down>(std::move(d)));

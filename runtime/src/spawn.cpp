@@ -100,7 +100,13 @@ result<spawned> spawn_entry(const spawn_options& options, const entry_ops& ops, 
     result.monitor = monitor_ref{ref, result.pid};
   }
 
-  if (tracing(trace::event_kind::spawn)) [[unlikely]]
+  if (parent) {
+    // Erlang's set_on_spawn: the child is traced as its parent (grove/trace.hpp). relaxed: a switch.
+    const std::uint8_t flags = parent->trace_flags.load(std::memory_order_relaxed);
+    if (flags & trace::process_flags::set_on_spawn) [[unlikely]]
+      p->trace_flags.store(flags, std::memory_order_relaxed);
+  }
+  if (tracing(trace::event_kind::spawn, parent)) [[unlikely]]
     record(trace::event_kind::spawn, 0, 0, parent ? parent->id().bits() : 0, result.pid.bits());
   worker* w = this_worker();
   if (w && &w->rt == rt) {

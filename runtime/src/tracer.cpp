@@ -1,8 +1,14 @@
 // tracer.cpp: recording trace events (grove/trace.hpp) into per-worker rings, and reading them.
 //
 // ## Recording
-// Every recording site is `if (tracing(kind)) record(...)`: one relaxed load of trace_mask and a
-// branch while tracing is off. record() runs on the recording thread: a worker writes its own ring
+// Every recording site is `if (tracing(kind, process)) record(...)`: one relaxed load of trace_mask
+// and a branch while tracing is off. trace_mask is the union of the kinds recorded for every
+// process and those any process's flags have selected since start (trace_process); an event
+// past it is recorded if its kind is one for all, or if its process's flags (one byte in the
+// process, padding before) select it: an out-of-line check only for events that may be recorded.
+// The process of an event is the one it is about: the sender of a send, the receiver of a receive,
+// the one that runs, the caller of link or annotate, the receiver of an exit signal or a down, the
+// first one a steal takes. record() runs on the recording thread: a worker writes its own ring
 // (worker::trace_out) with no lock and no RMW; any other thread (a foreign sender, a scoped
 // process, a blocking thread) writes the one shared ring under foreign_lock. An event is six words:
 //   w[0] time (now_ns, CLOCK_MONOTONIC)
@@ -67,6 +73,7 @@
 #include <grove/logger.hpp>
 
 #include "clock.hpp"
+#include "delivery.hpp"
 #include "process.hpp"
 #include "scheduler.hpp"
 
@@ -139,7 +146,27 @@ const char* reason_kind_words(unsigned k) {
   return "";
 }
 
+// The event kinds a process's trace flags select (grove/trace.hpp, process_flags).
+std::uint32_t kinds_of_flags(std::uint8_t flags) noexcept {
+  namespace f = trace::process_flags;
+  using trace::bit;
+  std::uint32_t k = 0;
+  if (flags & f::send) k |= bit(event_kind::send);
+  if (flags & f::receive) k |= bit(event_kind::receive) | bit(event_kind::receive_timeout);
+  if (flags & f::procs)
+    k |= bit(event_kind::spawn) | bit(event_kind::exit) | bit(event_kind::link) | bit(event_kind::unlink) |
+         bit(event_kind::monitor) | bit(event_kind::demonitor) | bit(event_kind::down) | bit(event_kind::exit_signal);
+  if (flags & f::running) k |= bit(event_kind::run_begin) | bit(event_kind::run_end) | bit(event_kind::steal);
+  if (flags & f::annotations) k |= bit(event_kind::annotation);
+  return k;
+}
+
 }  // namespace
+
+bool traced_process_event(event_kind k, const process* p) noexcept {
+  if (trace_all_kinds.load(std::memory_order_relaxed) & trace::bit(k)) return true;  // relaxed: see tracer.hpp
+  return p && (kinds_of_flags(p->trace_flags.load(std::memory_order_relaxed)) & trace::bit(k)) != 0;
+}
 
 trace_ring::trace_ring(std::size_t capacity)
     : mask(ring_capacity(capacity) - 1), slots(std::make_unique<trace_slot[]>(mask + 1)) {}
@@ -338,6 +365,7 @@ std::error_code start(const options& o) {
   tracer& t = rt->tracer;
   std::lock_guard<std::mutex> g(t.lock);
   trace_mask.store(0, std::memory_order_relaxed);  // a switch: writers that still see it on write old rings
+  trace_all_kinds.store(0, std::memory_order_relaxed);
   if (!t.rings.empty() && t.rings.front()->mask + 1 == ring_capacity(o.events_per_worker)) {
     // The same size: the rings stay, and what an earlier start recorded is skipped by readers
     // (start_from). No memory is added by a restart.
@@ -360,19 +388,50 @@ std::error_code start(const options& o) {
       rt->workers[i]->trace_out.store(t.rings[i].get(), std::memory_order_release);  // release: the ring's construction
   }
   t.dump_file = o.dump_file;
-  trace_mask.store(o.kinds & all_events, std::memory_order_relaxed);  // relaxed: see tracer.hpp
+  trace_all_kinds.store(o.kinds & all_events, std::memory_order_relaxed);  // relaxed: see tracer.hpp
+  trace_mask.store((o.kinds & all_events) | t.flag_kinds, std::memory_order_relaxed);  // flags outlive a start
+  t.started.store(true, std::memory_order_relaxed);  // relaxed: a state flag, read by is_recording
   return {};
 }
 
-void stop() noexcept { trace_mask.store(0, std::memory_order_relaxed); }
+void stop() noexcept {
+  if (runtime_state* rt = current_runtime()) rt->tracer.started.store(false, std::memory_order_relaxed);
+  trace_mask.store(0, std::memory_order_relaxed);
+  trace_all_kinds.store(0, std::memory_order_relaxed);
+}
 
-bool is_recording() noexcept { return trace_mask.load(std::memory_order_relaxed) != 0; }
+bool is_recording() noexcept {
+  runtime_state* rt = current_runtime();
+  return rt && rt->tracer.started.load(std::memory_order_relaxed);
+}
 
-bool is_recording(event_kind k) noexcept { return tracing(k); }
+bool is_recording(event_kind k) noexcept { return tracing(k, current_process()); }
+
+std::error_code trace_process(grove::pid target, std::uint8_t flags) {
+  runtime_state* rt = current_runtime();
+  if (!rt) return make_error_code(errc::not_running);
+  tracer& t = rt->tracer;
+  std::lock_guard<std::mutex> g(t.lock);  // against start and stop of the kinds' union
+  if (!t.started.load(std::memory_order_relaxed)) return make_error_code(errc::not_running);
+  process* q = rt->table.acquire(target);
+  if (!q) return make_error_code(errc::noproc);
+  // acquire: after the exit's fetch_or (exit_protocol.cpp): an exited process is not alive, though
+  // its PCB is not yet reused.
+  const bool exited = (q->control.load(std::memory_order_acquire) & ctl_exited) != 0;
+  if (!exited)
+    q->trace_flags.store(flags & (process_flags::all | process_flags::set_on_spawn), std::memory_order_relaxed);  // a switch
+  rt->table.release(q, worker_index_for(*rt));
+  if (exited) return make_error_code(errc::noproc);
+  // The union only grows (flags outlive stop and start): a kind no process selects any more costs
+  // the out-of-line check at its sites while tracing, and records nothing.
+  t.flag_kinds |= kinds_of_flags(flags);
+  trace_mask.store(trace_all_kinds.load(std::memory_order_relaxed) | t.flag_kinds, std::memory_order_relaxed);
+  return {};
+}
 
 void annotate(std::string_view text) noexcept {
-  if (!tracing(event_kind::annotation)) return;
   process* p = current_process();
+  if (!tracing(event_kind::annotation, p)) return;
   record(event_kind::annotation, 0, 0, p ? p->id().bits() : 0, 0, intern_trace_text(text));
 }
 

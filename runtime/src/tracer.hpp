@@ -19,12 +19,25 @@ namespace grove::internal {
 
 using trace::event_kind;
 
-// Which event kinds are recorded (trace::bit): 0 when tracing is off. relaxed at every site: a switch
+struct process;
+
+// Which event kinds may be recorded (trace::bit): those recorded for every process, and those any
+// process's flags select (trace_process); 0 when tracing is off. relaxed at every site: a switch
 // only; the ring it leads to is published with release by tracer::start (record() loads it acquire).
 inline std::atomic<std::uint32_t> trace_mask{0};
+// The kinds recorded for every process (options::kinds); relaxed: a switch, as trace_mask.
+inline std::atomic<std::uint32_t> trace_all_kinds{0};
 
-[[gnu::always_inline]] inline bool tracing(event_kind k) noexcept {
-  return (trace_mask.load(std::memory_order_relaxed) & trace::bit(k)) != 0;
+// Past the mask, whether this process's event of kind k is recorded: for every process, or by its
+// own flags (process::trace_flags). Out of line: only events that may be recorded get here.
+bool traced_process_event(event_kind k, const process* p) noexcept;
+
+// The test at every recording site, for an event of process p (null: a thread that is not one).
+// Off: one relaxed load and a branch.
+[[gnu::always_inline]] inline bool tracing(event_kind k, const process* p) noexcept {
+  if ((trace_mask.load(std::memory_order_relaxed) & trace::bit(k)) == 0) [[likely]]
+    return false;
+  return traced_process_event(k, p);
 }
 
 // One event: six words, each a relaxed atomic so that a reader may copy a slot the owner is
@@ -70,6 +83,8 @@ struct tracer {
   std::string env_path;                              // GROVE_TRACE: written at stop (owner: the runtime's thread)
   std::string dump_file;                             // guarded by lock: options::dump_file
   std::atomic<std::uint64_t> last_dump_ns{0};        // shared: trace::dump's rate limit (relaxed: a hint)
+  std::atomic<bool> started{false};                  // shared: a start is in effect (relaxed: a state flag)
+  std::uint32_t flag_kinds = 0;                      // guarded by lock: kinds trace_process ever selected
 };
 
 // Reads every ring (tracer.cpp), oldest first, message ids paired.

@@ -179,14 +179,14 @@ process* worker::steal_from_others() {
       }
       if (process* p = victim.runnext.exchange(nullptr, std::memory_order_acq_rel)) {  // acq_rel: see push_runnext
         steals.fetch_add(1, std::memory_order_relaxed);  // statistics
-        if (tracing(event_kind::steal)) [[unlikely]]
+        if (tracing(event_kind::steal, p)) [[unlikely]]
           record(event_kind::steal, 0, 1, p->id().bits(), v);
         return p;
       }
       continue;
     }
     steals.fetch_add(got, std::memory_order_relaxed);  // statistics
-    if (tracing(event_kind::steal)) [[unlikely]]
+    if (tracing(event_kind::steal, batch[0])) [[unlikely]]
       record(event_kind::steal, 0, got, batch[0]->id().bits(), v);
     for (std::uint32_t i = 1; i < got; ++i) local.push(batch[i]);  // our queue is empty: they fit
     return batch[0];
@@ -306,11 +306,11 @@ void worker::run(process* p) {
   }
   p->parked = park_reason::none;
   switches.fetch_add(1, std::memory_order_relaxed);  // statistics (also the stuck-worker heuristic)
-  if (tracing(event_kind::run_begin)) [[unlikely]]
+  if (tracing(event_kind::run_begin, p)) [[unlikely]]
     record(event_kind::run_begin, 0, local.size(), p->id().bits());
   transfer t = switch_to(sched_ctx, p->ctx, rt.slots.bounds(p), thread_eh, this);
   current = nullptr;
-  if (tracing(event_kind::run_end)) [[unlikely]]
+  if (tracing(event_kind::run_end, p)) [[unlikely]]
     record(event_kind::run_end,
            static_cast<std::uint8_t>(static_cast<unsigned>(p->parked) | (p->activity.load(std::memory_order_relaxed) & 0xF) << 4), 0,
            p->id().bits());

@@ -29,8 +29,10 @@
 // receiver acts on them (what it did: ignored, trapped, exited); steals between workers; and
 // annotations (annotate()), which supervisors and pools write for their reports.
 //
-// Not recorded (yet): IO readiness, timer fires of send_after; per-process switching
-// (erlang:trace/3 for one pid); a dump on a signal.
+// Per process: trace_process(pid, flags) records one process's events (and, with set_on_spawn,
+// its descendants'), as erlang:trace/3 does, while start's kinds select for all.
+//
+// Not recorded (yet): IO readiness, timer fires of send_after; a dump on a signal.
 #pragma once
 
 #include <cstddef>
@@ -92,11 +94,32 @@ struct options {
 };
 
 // Starts recording, with fresh rings (what an earlier start recorded is dropped): an empty error
-// code, or errc::not_running without a running runtime. Thread-safe.
+// code, or errc::not_running without a running runtime. options::kinds are recorded for every
+// process; start({.kinds = 0}) records only what trace_process asks for. Thread-safe.
 std::error_code start(const options& o = {});
 // Stops recording; what was recorded stays readable until the next start or the runtime's end.
 void stop() noexcept;
+// Whether a start is in effect (even with no kinds selected yet).
 bool is_recording() noexcept;
+
+// Per-process tracing, Erlang's erlang:trace(Pid, true, Flags): the events of one process, on top of
+// what options::kinds records for all. Flags name groups of event kinds, as Erlang's do:
+namespace process_flags {
+inline constexpr std::uint8_t send = 1 << 0;          // send: messages it sends
+inline constexpr std::uint8_t receive = 1 << 1;       // receive, receive_timeout: what it receives
+inline constexpr std::uint8_t procs = 1 << 2;         // spawn, exit, link, unlink, monitor, demonitor,
+                                                      // down, exit_signal (Erlang's procs)
+inline constexpr std::uint8_t running = 1 << 3;       // run_begin, run_end, steal (Erlang's running)
+inline constexpr std::uint8_t annotations = 1 << 4;   // its annotate() calls
+inline constexpr std::uint8_t all = 0x1F;
+inline constexpr std::uint8_t set_on_spawn = 1 << 5;  // the processes it spawns from now on get the same
+                                                      // flags, this one included (Erlang's set_on_spawn)
+}  // namespace process_flags
+// Sets the process's flags (0: no longer traced by itself). They last until changed or the process
+// exits, across stop and start, as Erlang's do; they record only while a start is in effect.
+// errc::not_running without a runtime or without a start in effect; errc::noproc for a process
+// that is not alive. Thread-safe; the process may be running (the flags apply from its next event).
+std::error_code trace_process(grove::pid p, std::uint8_t flags);
 // Whether events of this kind are recorded now: guard the formatting of an annotation with it.
 bool is_recording(event_kind k) noexcept;
 
