@@ -87,6 +87,45 @@ TEST_CASE("GET /metrics answers the runtime's and the server's figures in Promet
   CHECK(after.find("grove_processes ") != std::string::npos);
 }
 
+TEST_CASE("a named client's stats are on the metrics page while a copy of it lives") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  auto srv = http::server::start_link({}, [](const http::request&, const svc::deadline&) {
+               return http::response{.status = 200, .headers = {}, .body = "ok"};
+             }).value();
+  std::uint16_t closed_port = 0;
+  {
+    auto l = net::listener::listen(net::address::loopback(0));  // a port just freed: nobody listens
+    REQUIRE(l);
+    closed_port = l->local_address()->port();
+  }
+  {
+    http::client c({.metrics_name = "inventory"});
+    for (int i = 0; i < 3; ++i) REQUIRE(c.get(url_of(srv, "/"), svc::deadline::after(patience)));
+    CHECK_FALSE(c.get("http://127.0.0.1:" + std::to_string(closed_port) + "/", svc::deadline::after(patience)));
+    http::client copy = c;
+    {
+      http::client gone = std::move(c);  // the original's state lives on in the copies
+    }
+    const std::string page = grove::metrics::prometheus_text();
+    check_format(page);
+    CHECK(value_of(page, "grove_http_client_requests_total{client=\"inventory\"}") == 4);
+    CHECK(value_of(page, "grove_http_client_responses_total{client=\"inventory\"}") == 3);
+    CHECK(value_of(page, "grove_http_client_connects_total{client=\"inventory\"}") == 1);  // kept alive, reused
+    CHECK(value_of(page, "grove_http_client_reused_total{client=\"inventory\"}") == 2);
+    CHECK(value_of(page, "grove_http_client_in_flight{client=\"inventory\"}") == 0);
+    CHECK(value_of(page, "grove_http_client_failures_total{client=\"inventory\",why=\"connect\"}") == 1);
+    CHECK(value_of(page, "grove_http_client_failures_total{client=\"inventory\",why=\"io\"}") == 0);
+    CHECK(value_of(page, "grove_http_client_latency_seconds{client=\"inventory\",quantile=\"0.5\"}") > 0);
+    CHECK(copy.stats().requests == 4);
+  }
+  CHECK(grove::metrics::prometheus_text().find("client=\"inventory\"") == std::string::npos);  // the last copy gone
+  http::client unnamed;
+  REQUIRE(unnamed.get(url_of(srv, "/"), svc::deadline::after(patience)));
+  CHECK(grove::metrics::prometheus_text().find("grove_http_client_requests_total") == std::string::npos);
+  srv.stop(1s);
+}
+
 TEST_CASE("without a next handler other paths are 404") {
   grove_test::runtime_fixture rt;
   grove::scoped_process me;

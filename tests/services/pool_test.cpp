@@ -2,6 +2,8 @@
 // queue, isolation between pools, workers that fail, stats.
 #include "helpers.hpp"
 
+#include <grove/metrics.hpp>
+
 #include <atomic>
 #include <stdexcept>
 #include <string>
@@ -101,6 +103,38 @@ TEST_CASE("a pool annotates the trace on its own track: each checkout, each refu
                                              "pool: rejected, full (every worker busy, the queue full)",
                                              "pool: checkout (a job)"};
   CHECK(texts == expected);
+}
+
+TEST_CASE("a named pool's counts are on the metrics page while it lives") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid test = me.pid();
+  auto started = svc::pool::start_link({.size = 1, .max_waiting = 1, .name = "inventory"});
+  REQUIRE(started.has_value());
+  svc::pool pool = *started;
+  auto on_page = [](const std::string& family) {
+    const std::string page = grove::metrics::prometheus_text();
+    const std::string key = family + "{pool=\"inventory\"} ";
+    const auto at = page.find(key);
+    return at == std::string::npos ? -1.0 : std::stod(page.substr(at + key.size()));
+  };
+  CHECK(on_page("grove_pool_workers") == 1);
+  CHECK(on_page("grove_pool_busy") == 0);
+  auto running = svc::async([pool, test] { return pool.run(svc::deadline::after(patience), blocking_job(test, 1)); });
+  const grove::pid worker = receive_one<job_started>().worker;
+  auto queued = svc::async([pool] { return pool.run(svc::deadline::after(patience), [] { return 2; }); });
+  REQUIRE(grove_test::wait_until([&] { return on_page("grove_pool_queued") == 1; }));
+  CHECK(on_page("grove_pool_busy") == 1);
+  CHECK(pool.run(svc::deadline::after(patience), [] { return 3; }).error() == svc::errc::pool_full);
+  REQUIRE(grove_test::wait_until([&] { return on_page("grove_pool_rejected_total") == 1; }));
+  grove::send(worker, go{});
+  CHECK(running.await(patience).value() == 1);
+  CHECK(queued.await(patience).value() == 2);
+  REQUIRE(grove_test::wait_until([&] { return on_page("grove_pool_served_total") == 2 && on_page("grove_pool_busy") == 0; }));
+  CHECK(on_page("grove_pool_timed_out_total") == 0);
+  CHECK(on_page("grove_pool_worker_restarts_total") == 0);
+  REQUIRE(pool.stop().has_value());
+  CHECK(grove_test::wait_until([&] { return on_page("grove_pool_workers") == -1; }));  // gone with it
 }
 
 TEST_CASE("a checkout past its deadline returns deadline_exceeded and counts a timeout") {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include <grove/message.hpp>
+#include <grove/metrics.hpp>
 #include <grove/net.hpp>
 #include <grove/process.hpp>
 
@@ -94,6 +95,18 @@ struct pool_ready {
 }  // namespace
 
 struct client::shared {
+  shared() = default;
+  shared(const shared&) = delete;
+  shared& operator=(const shared&) = delete;
+  // The metrics collector reads this state through a plain pointer: removing it waits for a
+  // scrape that runs it (grove/metrics.hpp), so it never reads a freed client.
+  ~shared() {
+    if (metrics_id) metrics::remove_collector(metrics_id);
+  }
+  std::uint64_t metrics_id = 0;
+  client_stats stats() const;
+  void write_metrics(std::string& out) const;
+
   struct waiter {
     grove::pid pid;
     std::uint64_t tag = 0;
@@ -284,6 +297,10 @@ services::failure from_net(const std::error_code& ec) {
 client::client(client_options options) : state_(std::make_shared<shared>()) {
   if (options.max_connections_per_host == 0) options.max_connections_per_host = 1;
   state_->options = std::move(options);
+  if (!state_->options.metrics_name.empty()) {
+    const shared* sh = state_.get();
+    state_->metrics_id = metrics::add_collector([sh](std::string& out) { sh->write_metrics(out); });
+  }
 }
 
 services::outcome<response> client::send(std::string_view url, request req, const services::deadline& d) {
@@ -418,8 +435,10 @@ services::outcome<response> client::send_with(std::string_view url, request req,
   });
 }
 
-client_stats client::stats() const {
-  const shared& sh = *state_;
+client_stats client::stats() const { return state_->stats(); }
+
+client_stats client::shared::stats() const {
+  const shared& sh = *this;
   client_stats s;
   s.requests = sh.requests.get();
   s.attempts = sh.attempts.get();
@@ -445,6 +464,38 @@ std::size_t client::idle_connections(std::string_view host_port) const {
   if (it == sh.pools.end()) return 0;
   std::lock_guard<std::mutex> g2(it->second->lock);
   return it->second->idle.size();
+}
+
+// client_options::metrics_name: the stats as Prometheus families, on the scraping thread.
+void client::shared::write_metrics(std::string& out) const {
+  const client_stats s = stats();
+  const std::string name = metrics::label("client", options.metrics_name);
+  const auto d = [](auto v) { return static_cast<double>(v); };
+  using metrics::kind;
+  metrics::write_family(out, "grove_http_client_requests_total", kind::counter, "Calls made.", {{name, d(s.requests)}});
+  metrics::write_family(out, "grove_http_client_attempts_total", kind::counter, "Attempts made (calls and retries).",
+                        {{name, d(s.attempts)}});
+  metrics::write_family(out, "grove_http_client_retries_total", kind::counter, "Attempts after a failed one.",
+                        {{name, d(s.retries)}});
+  metrics::write_family(out, "grove_http_client_responses_total", kind::counter, "Attempts that got a whole response.",
+                        {{name, d(s.responses)}});
+  metrics::write_family(out, "grove_http_client_in_flight", kind::gauge, "Attempts under way.", {{name, d(s.in_flight)}});
+  metrics::write_family(out, "grove_http_client_connects_total", kind::counter, "Connections opened.", {{name, d(s.connects)}});
+  metrics::write_family(out, "grove_http_client_reused_total", kind::counter, "Attempts on an idle pooled connection.",
+                        {{name, d(s.reused)}});
+  metrics::write_family(out, "grove_http_client_pool_waits_total", kind::counter, "Attempts that waited for a connection.",
+                        {{name, d(s.pool_waits)}});
+  metrics::write_family(out, "grove_http_client_failures_total", kind::counter, "Attempts that failed, by why.",
+                        {{name + "," + metrics::label("why", "pool_full"), d(s.pool_full)},
+                         {name + "," + metrics::label("why", "deadline_exceeded"), d(s.deadline_exceeded)},
+                         {name + "," + metrics::label("why", "connect"), d(s.connect_errors)},
+                         {name + "," + metrics::label("why", "io"), d(s.io_errors)},
+                         {name + "," + metrics::label("why", "protocol"), d(s.protocol_errors)}});
+  metrics::write_family(out, "grove_http_client_latency_seconds", kind::gauge,
+                        "Attempt latency quantiles since the start (log2 buckets' upper bounds).",
+                        {{name + "," + metrics::label("quantile", "0.5"), s.latency_quantile_ms(0.5) / 1e3},
+                         {name + "," + metrics::label("quantile", "0.9"), s.latency_quantile_ms(0.9) / 1e3},
+                         {name + "," + metrics::label("quantile", "0.99"), s.latency_quantile_ms(0.99) / 1e3}});
 }
 
 double client_stats::latency_quantile_ms(double q) const noexcept { return internal::latency_quantile_ms(latency_us_log2, q); }

@@ -32,6 +32,12 @@
 // a holder's down returns the worker too. A cancel for a lease already granted (the grant was
 // dropped by the alias after the caller's deadline) is a checkin.
 //
+// ## Metrics
+// A named pool puts grove_pool_{workers,busy,queued} and grove_pool_{served,rejected,timed_out,
+// worker_restarts}_total{pool="<name>"} on grove::metrics's page. The manager publishes its counts
+// into relaxed atomics after each message it handles (a few stores; the scraping thread reads only
+// those), and removes its collector when its process ends (the destructor runs as the exit unwinds).
+//
 // ## Rejected alternatives
 // - A counting semaphore shared by callers (atomics): no queue order, no deadlines in the queue, no
 //   stats without more shared state, and the slot outlives a dead holder; a process owns all that.
@@ -44,11 +50,14 @@
 #include <grove/services/pool.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
 #include <deque>
 #include <unordered_map>
 #include <vector>
 
 #include <grove/grove.hpp>
+#include <grove/metrics.hpp>
 #include <grove/trace.hpp>
 
 namespace grove::services {
@@ -102,6 +111,12 @@ class pool_manager {
       index_.emplace(workers_.back().pid, k);
       idle_.push_back(k);
     }
+    if (!o.name.empty()) register_metrics(o.name);
+  }
+  pool_manager(const pool_manager&) = delete;
+  pool_manager& operator=(const pool_manager&) = delete;
+  ~pool_manager() {
+    if (metrics_id_) grove::metrics::remove_collector(metrics_id_);
   }
 
   pool_stats handle_call(stats_request) const {
@@ -142,6 +157,7 @@ class pool_manager {
       worker_exited(e->from, e->reason);
     }
     // anything else is not for us: dropped
+    if (published_) publish();
   }
 
   void terminate(const exit_reason&) {
@@ -167,6 +183,39 @@ class pool_manager {
     grove::pid holder;
   };
   using busy_map = std::unordered_map<std::uint64_t, assignment>;
+
+  // What the metrics page reads (file comment, "Metrics"): relaxed stores by the manager, relaxed
+  // loads by the scraping thread; a snapshot that orders nothing.
+  struct published_counts {
+    std::atomic<std::uint64_t> workers{0}, busy{0}, queued{0}, served{0}, rejected{0}, timed_out{0}, worker_restarts{0};
+  };
+  void publish() {
+    published_counts& c = *published_;
+    c.workers.store(workers_.size(), std::memory_order_relaxed);
+    c.busy.store(busy_.size(), std::memory_order_relaxed);
+    c.queued.store(queue_.size(), std::memory_order_relaxed);
+    c.served.store(stats_.served, std::memory_order_relaxed);
+    c.rejected.store(stats_.rejected, std::memory_order_relaxed);
+    c.timed_out.store(stats_.timed_out, std::memory_order_relaxed);
+    c.worker_restarts.store(stats_.worker_restarts, std::memory_order_relaxed);
+  }
+  void register_metrics(const std::string& name) {
+    published_ = std::make_shared<published_counts>();
+    publish();
+    metrics_id_ = grove::metrics::add_collector([c = published_, pool = grove::metrics::label("pool", name)](std::string& out) {
+      namespace m = grove::metrics;
+      const auto v = [](const std::atomic<std::uint64_t>& a) { return static_cast<double>(a.load(std::memory_order_relaxed)); };
+      m::write_family(out, "grove_pool_workers", m::kind::gauge, "Worker processes in the pool.", {{pool, v(c->workers)}});
+      m::write_family(out, "grove_pool_busy", m::kind::gauge, "Workers running a job or leased now.", {{pool, v(c->busy)}});
+      m::write_family(out, "grove_pool_queued", m::kind::gauge, "Callers waiting for a worker now.", {{pool, v(c->queued)}});
+      m::write_family(out, "grove_pool_served_total", m::kind::counter, "Jobs started and leases granted.", {{pool, v(c->served)}});
+      m::write_family(out, "grove_pool_rejected_total", m::kind::counter, "Callers refused with pool_full.", {{pool, v(c->rejected)}});
+      m::write_family(out, "grove_pool_timed_out_total", m::kind::counter, "Callers whose deadline passed while queued.",
+                      {{pool, v(c->timed_out)}});
+      m::write_family(out, "grove_pool_worker_restarts_total", m::kind::counter, "Workers that died and were replaced.",
+                      {{pool, v(c->worker_restarts)}});
+    });
+  }
 
   grove::pid start_worker() {
     const grove::pid manager = self_;
@@ -287,6 +336,8 @@ class pool_manager {
   busy_map busy_;
   std::deque<waiter> queue_;
   pool_stats stats_;
+  std::shared_ptr<published_counts> published_;  // named pools only
+  std::uint64_t metrics_id_ = 0;
 };
 
 pool_call begin_pool_call(grove::pid pool) {

@@ -56,6 +56,9 @@ struct client_options {
   std::size_t max_response_body_bytes = 64 * 1024 * 1024;
   std::optional<services::retry_policy> retry{};   // none: one attempt per call
   std::string user_agent = "grove-http/0.1";
+  // Not empty: the client's stats are on grove::metrics's page as grove_http_client_*{client="<name>"}
+  // while any copy of the client lives.
+  std::string metrics_name{};
 };
 
 // Counters since the client was made (relaxed atomics inside: a snapshot may mix moments).

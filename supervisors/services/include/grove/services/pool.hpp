@@ -57,7 +57,8 @@ namespace grove::services {
 struct pool_options {
   std::size_t size = 10;         // worker processes (>= 1)
   std::size_t max_waiting = 10;  // requests that may wait for a worker; one more: errc::pool_full
-  std::string name{};            // registered name of the pool, if not empty
+  std::string name{};            // registered name of the pool, if not empty; then also its label on the
+                                 // metrics page: grove_pool_*{pool="<name>"} (grove/metrics.hpp)
 };
 
 // A snapshot. The counters count since the pool started.
