@@ -344,7 +344,9 @@ system_details system_info() {
     d.steals = w->steals.load(std::memory_order_relaxed);
     d.parks = w->parks.load(std::memory_order_relaxed);
     d.timers_fired = w->timers_fired.load(std::memory_order_relaxed);
+    d.reductions = w->reductions.load(std::memory_order_relaxed);
     s.spawned += w->spawned.load(std::memory_order_relaxed);
+    s.reductions += d.reductions;
     s.context_switches += d.context_switches;
     s.steals += d.steals;
     s.parks += d.parks;

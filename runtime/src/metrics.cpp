@@ -113,6 +113,8 @@ std::string prometheus_text() {
                  {{"", d(s.process_limit)}});
     write_family(out, "grove_processes_spawned_total", kind::counter, "Processes spawned since the runtime started.",
                  {{"", d(s.spawned)}});
+    write_family(out, "grove_reductions_total", kind::counter, "Reductions of the processes workers ran.",
+                 {{"", d(s.reductions)}});
     write_family(out, "grove_dead_letters_total", kind::counter, "Messages sent to processes that were not alive.",
                  {{"", d(s.dead_letters)}});
     write_family(out, "grove_global_queue_length", kind::gauge, "Runnable processes in the shared inject queue.",
@@ -144,6 +146,9 @@ std::string prometheus_text() {
          [](const worker_details& w) { return w.parks; }},
         {"grove_worker_timers_fired_total", kind::counter, "Timers the worker fired.",
          [](const worker_details& w) { return w.timers_fired; }},
+        {"grove_worker_reductions_total", kind::counter, "Reductions of the processes the worker ran.",
+         [](const worker_details& w) { return w.reductions; }},
+
     };
     std::vector<sample> samples(s.workers.size());
     for (const per_worker& f : families) {

@@ -43,6 +43,12 @@ inline constexpr std::uint64_t stuck_worker_ns = 200'000;
 // afresh on every call, so it is safe in a process that may have migrated (never cache it across a
 // park: see the "thread-local state" section of scheduler.cpp).
 worker* this_worker() noexcept;
+
+// Adds n to a statistics counter that only the calling thread writes: a relaxed load and store, no
+// RMW (readers take snapshots).
+inline void count_owned(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) noexcept {
+  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
 // The process running on this thread (a scheduled process, or a scoped_process on a foreign
 // thread); nullptr elsewhere.
 process* current_process() noexcept;
@@ -105,6 +111,9 @@ class worker {
 
   // Statistics: written by the owner (relaxed), read by system_info.
   std::atomic<std::uint64_t> switches{0}, steals{0}, parks{0}, timers_fired{0}, spawned{0};
+  // Statistics only the owner writes, by a load and a store (count_owned: no RMW), read by system_info:
+  // the reductions of the processes it ran, added as each run ends (BEAM's per-scheduler count).
+  std::atomic<std::uint64_t> reductions{0};
 
  private:
   friend class scheduler_access;

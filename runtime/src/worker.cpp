@@ -308,8 +308,10 @@ void worker::run(process* p) {
   switches.fetch_add(1, std::memory_order_relaxed);  // statistics (also the stuck-worker heuristic)
   if (tracing(event_kind::run_begin, p)) [[unlikely]]
     record(event_kind::run_begin, 0, local.size(), p->id().bits());
+  const std::uint64_t reductions_before = p->reductions.load(std::memory_order_relaxed);  // its owner is this thread now
   transfer t = switch_to(sched_ctx, p->ctx, rt.slots.bounds(p), thread_eh, this);
   current = nullptr;
+  count_owned(reductions, p->reductions.load(std::memory_order_relaxed) - reductions_before);
   if (tracing(event_kind::run_end, p)) [[unlikely]]
     record(event_kind::run_end,
            static_cast<std::uint8_t>(static_cast<unsigned>(p->parked) | (p->activity.load(std::memory_order_relaxed) & 0xF) << 4), 0,

@@ -72,6 +72,8 @@ TEST_CASE("GET /metrics answers the runtime's and the server's figures in Promet
     switches += v;
   }
   CHECK(switches > 0);
+  CHECK(value_of(page, "grove_reductions_total") > 0);
+  CHECK(value_of(page, "grove_worker_reductions_total{worker=\"0\"}") >= 0);
   CHECK(value_of(page, "grove_resources_in_use{kind=\"fds\"}") >= 2);  // the listener and this connection
   CHECK(value_of(page, "grove_http_server_requests_total{server=\"api\"}") == 2);  // /hello and this one
   CHECK(value_of(page, "grove_http_server_responses_total{server=\"api\",class=\"2xx\"}") == 1);  // /hello's

@@ -369,3 +369,48 @@ TEST_CASE("Grove's enumerations print by name with fmt") {
     CHECK(std::string(grove::to_string(code)) != grove::make_error_code(code).message());
   }
 }
+
+namespace {
+struct counted_request {
+  grove::pid from;
+};
+struct counted_reply {};
+}  // namespace
+
+TEST_CASE("system_info counts the reductions of the processes workers ran, a process that never parks included") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const std::uint64_t before = grove::system_info().reductions;
+  grove::pid echo = grove::spawn([] {
+    for (;;) grove::receive([](counted_request r) { grove::send(r.from, counted_reply{}); });
+  });
+  constexpr int n = 100;
+  for (int i = 0; i < n; ++i) {
+    grove::send(echo, counted_request{me.pid()});
+    REQUIRE(grove::receive([](counted_reply) { return true; }, grove::after(patience, [] { return false; })));
+  }
+  // echo's reductions (a receive and a send a request) are counted as its runs end, and add up to
+  // what process_info reports for it.
+  CHECK(grove_test::wait_until([&] { return grove::system_info().reductions - before >= 2 * n; }));
+  const auto info = grove::process_info(echo);
+  REQUIRE(info);
+  CHECK(grove::system_info().reductions - before >= info->reductions);
+  // A process that never waits (its mailbox always holds its next message): its reductions come
+  // as its slices end, when its budget is spent.
+  std::atomic<bool> stop{false};
+  grove::pid busy = grove::spawn([&stop] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      grove::send(grove::self(), counted_reply{});
+      grove::receive([](counted_reply) {});
+    }
+  });
+  const std::uint64_t mid = grove::system_info().reductions;
+  CHECK(grove_test::wait_until([&] { return grove::system_info().reductions - mid >= 10'000; }));
+  std::uint64_t by_workers = 0;
+  const grove::system_details s = grove::system_info();
+  for (const auto& w : s.workers) by_workers += w.reductions;
+  CHECK(by_workers == s.reductions);
+  stop.store(true, std::memory_order_relaxed);
+  grove::exit(echo, grove::exit_reason::kill());
+  REQUIRE(grove_test::wait_until([&] { return !grove::is_alive(busy) && !grove::is_alive(echo); }));
+}

@@ -115,6 +115,7 @@ struct worker_details {
   std::uint64_t steals = 0;           // processes taken from other workers
   std::uint64_t parks = 0;            // times it went idle and slept
   std::uint64_t timers_fired = 0;
+  std::uint64_t reductions = 0;     // of the processes it ran, as each run ends
 };
 
 struct system_details {
@@ -131,6 +132,8 @@ struct system_details {
   std::uint64_t context_switches = 0;
   std::uint64_t steals = 0;
   std::uint64_t parks = 0;
+  std::uint64_t reductions = 0;     // of processes run by workers, as each run ends (Erlang's
+                                    // statistics(reductions)); scoped processes' are not counted
 };
 
 // A snapshot of the running runtime; counters are read without stopping anything.
