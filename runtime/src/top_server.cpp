@@ -10,9 +10,11 @@
 //   worker   <index> <run queue> <context switches> <steals> <parks> <timers fired>     (per worker)
 //   process  <pid> <status> <waiting on> <mailbox> <reductions> <stack bytes> <scoped 0|1> <name>
 //            (the top n by the order; scoped: a scoped_process, a foreign thread's)
+//   metric   <a sample line of the metrics page: grove_supervisor_* and grove_pool_* families>
 //   end
-// Everything comes from what processes and workers publish (system_info, top_processes): nothing
-// is stopped or asked. A client that sends nothing for 2 s, or more than 256 bytes, is dropped.
+// Everything comes from what processes and workers publish (system_info, top_processes, the
+// collectors named supervisors and pools add to grove/metrics.hpp's page): nothing is stopped or
+// asked. A client that sends nothing for 2 s, or more than 256 bytes, is dropped.
 // Rejected: answering over the metrics endpoint only (it needs a worker to take the connection, so
 // it cannot answer while every worker is busy, the moment one most wants top); TCP (a port anyone
 // on the host can reach).
@@ -32,6 +34,7 @@
 #include <fmt/format.h>
 
 #include <grove/introspection.hpp>
+#include <grove/metrics.hpp>
 #include <grove/logger.hpp>
 
 namespace grove::internal {
@@ -75,6 +78,17 @@ std::string answer(const std::string& command) {
   for (const process_summary& p : top_processes(std::min(n, 1000u), by))
     fmt::format_to(o, "process\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", p.pid, to_string(p.status), to_string(p.waiting_on),
                    p.mailbox_length, p.reductions, p.stack_bytes, p.scoped ? 1 : 0, clean(p.registered_name));
+  // Named supervisors' and pools' samples, from the collectors they put on the metrics page (they
+  // read only atomics: no worker is needed).
+  const std::string page = metrics::prometheus_text();
+  for (std::size_t at = 0; at < page.size();) {
+    std::size_t end = page.find('\n', at);
+    if (end == std::string::npos) end = page.size();
+    const std::string_view line(page.data() + at, end - at);
+    if (line.starts_with("grove_supervisor_") || line.starts_with("grove_pool_"))
+      fmt::format_to(o, "metric\t{}\n", clean(std::string(line)));
+    at = end + 1;
+  }
   out += "end\n";
   return out;
 }

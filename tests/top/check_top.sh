@@ -25,6 +25,9 @@ rows=$(grep -cE '^ +[0-9]+ +[0-9]+ ' <<<"$out")
 [[ $rows -eq $workers ]] || fail "$rows worker rows, not $workers"
 running=$(grep -E '^<[^ ]+ +running ' <<<"$out" | grep -vc '\[thread\]' || true)
 [[ $running -ge $workers ]] || fail "$running processes shown running, not the $workers spinners"
+# The named supervisor (its child restarted twice) and the named pool (2 workers, 1 leased).
+grep -qE '^orders +2 +[0-9]+$' <<<"$out" || fail "no supervisor row 'orders' with 2 restarts"
+grep -qE '^db +2 +1 +0 +1 +0 +0$' <<<"$out" || fail "no pool row 'db': 2 workers, 1 busy, 1 served"
 
 # A hostile client: an unknown command gets an error line; one over 256 bytes is dropped; the
 # socket goes on answering.

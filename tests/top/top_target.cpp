@@ -1,20 +1,25 @@
 // top_target: the program tests/top/check_top.sh attaches tools/top to. Every worker is held by a
-// spinner that never reaches a runtime call, and a registered process "hoarder" holds 50 messages
-// no receive has matched. It prints "ready" once all of that holds (checked through
+// spinner that never reaches a runtime call, a registered process "hoarder" holds 50 messages
+// no receive has matched, a supervisor "orders" has restarted its child twice, and a pool "db" of
+// 2 workers has one leased. It prints "ready" once all of that holds (checked through
 // process_summary_of), then runs until its stdin closes. Workers: GROVE_TEST_WORKERS (default 2);
 // the socket: GROVE_TOP_SOCKET.
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include <grove/grove.hpp>
+#include <grove/services/pool.hpp>
+#include <grove/supervisor.hpp>
 
 namespace {
 struct go {};
 struct stop {};
+struct crash {};
 
 // Polls `pred` for up to 20 s (a helper program's setup, not a test's synchronisation).
 template <class F>
@@ -45,6 +50,29 @@ int main() {
         return s && s->mailbox_length == 50 && s->status == grove::process_status::waiting;
       }))
     return 2;
+  namespace sup = grove::supervisor;
+  sup::flags f{.intensity = 10};
+  f.name = "orders";
+  f.logger = sup::logger{};  // quiet
+  const grove::pid orders = sup::start_link(f, {sup::worker("w", [] {
+                                              grove::receive([](crash) {});
+                                              throw std::runtime_error("crash");
+                                            })});
+  for (int i = 0; i < 2; ++i) {
+    auto kids = sup::which_children(orders);
+    if (!kids) return 4;
+    const grove::pid old = (*kids)[0].pid;
+    grove::send(old, crash{});
+    if (!eventually([&] {
+          auto now = sup::which_children(orders);
+          return now && !(*now)[0].pid.is_null() && (*now)[0].pid != old;
+        }))
+      return 4;
+  }
+  auto db = grove::services::pool::start_link({.size = 2, .max_waiting = 4, .name = "db"});
+  if (!db) return 5;
+  auto lease = db->checkout(grove::services::deadline::after(std::chrono::seconds(20)));
+  if (!lease) return 5;
   std::atomic<bool> done{false};
   std::vector<grove::pid> spinners;
   for (unsigned i = 0; i < workers; ++i)
