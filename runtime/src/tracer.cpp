@@ -43,6 +43,14 @@
 // been rewritten while it copied, so only [max(h1, h2 + 1) - capacity, h1) is kept. Every word is
 // a relaxed atomic: a torn copy is dropped, never a data race (ThreadSanitizer checks it).
 //
+// ## Dump on a signal (options::dump_signal)
+// Only when asked: start() installs a handler (sigaction, SA_RESTART, the old disposition kept)
+// that writes one byte to a non-blocking pipe, the only async-signal-safe work it does; a thread
+// of the tracer's blocks reading the pipe and calls dump(). stop() (and the runtime's end) puts the
+// old disposition back, then closes the pipe's write end, which ends the thread, and joins it.
+// Rejected: doing the dump in the handler (it allocates and takes locks); signalfd (it needs the
+// signal blocked in every thread of the host, which is the host's to decide).
+//
 // ## Cost (bench/RESULTS.md, "Tracing": bench/harness/trace_overhead.sh)
 // Off: +11 instructions a ring hop, within noise on the wall clock. On: ~32 ns an event, two thirds
 // of it the clock read (clock_gettime via the vDSO, 22-30 ns on the reference VM); ring and
@@ -57,10 +65,12 @@
 // trace is written.
 #include "tracer.hpp"
 
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <array>
 #include <bit>
 #include <cstdlib>
@@ -159,6 +169,79 @@ std::uint32_t kinds_of_flags(std::uint8_t flags) noexcept {
   if (flags & f::running) k |= bit(event_kind::run_begin) | bit(event_kind::run_end) | bit(event_kind::steal);
   if (flags & f::annotations) k |= bit(event_kind::annotation);
   return k;
+}
+
+// The pipe's write end for the signal handler (-1: none). A lock-free atomic: safe in a handler.
+std::atomic<int> dump_wake_fd{-1};
+
+extern "C" void dump_signal_handler(int) {
+  const int saved = errno;
+  const int fd = dump_wake_fd.load(std::memory_order_relaxed);  // relaxed: set before the handler is installed
+  if (fd >= 0) {
+    const char byte = 1;
+    [[maybe_unused]] const ssize_t n = ::write(fd, &byte, 1);  // full pipe: a dump is pending anyway
+  }
+  errno = saved;
+}
+
+// Puts the signal's old disposition back and ends the dumper thread. Caller holds signal_lock.
+void uninstall_dump_signal(tracer& t) noexcept {
+  if (t.dump_signal == 0) return;
+  ::sigaction(t.dump_signal, &t.previous, nullptr);
+  dump_wake_fd.store(-1, std::memory_order_relaxed);
+  ::close(t.wake_write);  // the thread reads end-of-file and returns
+  if (t.dumper.joinable()) t.dumper.join();
+  ::close(t.wake_read);
+  t.wake_read = t.wake_write = -1;
+  t.dump_signal = 0;
+}
+
+// Installs the handler for `sig` and starts the dumper thread; an error code if it cannot.
+std::error_code install_dump_signal(tracer& t, int sig) {
+  if (sig <= 0 || sig >= NSIG || sig == SIGKILL || sig == SIGSTOP) return make_error_code(errc::bad_argument);
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return std::error_code(errno, std::generic_category());
+  ::fcntl(fds[1], F_SETFL, O_NONBLOCK);  // the handler never blocks
+  try {
+    t.dumper = std::thread([fd = fds[0], sig] {
+      char buf[64];
+      for (;;) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n == 0) return;                         // uninstall closed the write end
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return;
+        try {
+          (void)trace::dump(fmt::format("signal {} ({})", sig, ::sigabbrev_np(sig) ? ::sigabbrev_np(sig) : "?"));
+        } catch (...) {
+        }
+      }
+    });
+  } catch (...) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return std::make_error_code(std::errc::not_enough_memory);
+  }
+  t.wake_read = fds[0];
+  t.wake_write = fds[1];
+  dump_wake_fd.store(fds[1], std::memory_order_relaxed);  // before the handler can run
+  struct sigaction sa {};
+  sa.sa_handler = &dump_signal_handler;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  if (::sigaction(sig, &sa, &t.previous) != 0) {
+    const std::error_code ec(errno, std::generic_category());
+    t.dump_signal = sig;  // so that uninstall ends the thread
+    t.previous.sa_handler = SIG_DFL;
+    dump_wake_fd.store(-1, std::memory_order_relaxed);
+    ::close(t.wake_write);
+    t.dumper.join();
+    ::close(t.wake_read);
+    t.wake_read = t.wake_write = -1;
+    t.dump_signal = 0;
+    return ec;
+  }
+  t.dump_signal = sig;
+  return {};
 }
 
 }  // namespace
@@ -325,6 +408,15 @@ void start_tracing_from_environment(tracer& t) noexcept {
     const unsigned long long v = std::strtoull(n, &end, 10);
     if (end != n && v > 0) o.events_per_worker = static_cast<std::size_t>(v);
   }
+  if (const char* s = std::getenv("GROVE_TRACE_SIGNAL"); s && *s) {
+    std::string_view name(s);
+    if (name.starts_with("SIG")) name.remove_prefix(3);
+    if (name == "USR1") o.dump_signal = SIGUSR1;
+    else if (name == "USR2") o.dump_signal = SIGUSR2;
+    else if (name == "HUP") o.dump_signal = SIGHUP;
+    else if (name == "QUIT") o.dump_signal = SIGQUIT;
+    else o.dump_signal = std::atoi(s);
+  }
   try {
     t.env_path = path;
     o.dump_file = path;  // a give-up dumps there too; the file at stop has the last word
@@ -341,6 +433,11 @@ void start_tracing_from_environment(tracer& t) noexcept {
 
 void finish_tracing(tracer& t) noexcept {
   trace::stop();
+  try {
+    std::lock_guard<std::mutex> sg(t.signal_lock);
+    uninstall_dump_signal(t);  // stop did it if it found this runtime; never leave the thread behind
+  } catch (...) {
+  }
   if (t.env_path.empty()) return;
   try {
     auto written = trace::write_perfetto(t.env_path);
@@ -363,6 +460,16 @@ std::error_code start(const options& o) {
   if (!rt || rt->current_phase.load(std::memory_order_acquire) != runtime_state::phase::running)
     return make_error_code(errc::not_running);
   tracer& t = rt->tracer;
+  {
+    // First, and outside t.lock: the dumper thread being ended may be dumping, which takes it.
+    std::lock_guard<std::mutex> sg(t.signal_lock);
+    if (t.dump_signal != o.dump_signal) {
+      uninstall_dump_signal(t);
+      if (o.dump_signal != 0) {
+        if (std::error_code ec = install_dump_signal(t, o.dump_signal)) return ec;
+      }
+    }
+  }
   std::lock_guard<std::mutex> g(t.lock);
   trace_mask.store(0, std::memory_order_relaxed);  // a switch: writers that still see it on write old rings
   trace_all_kinds.store(0, std::memory_order_relaxed);
@@ -395,7 +502,15 @@ std::error_code start(const options& o) {
 }
 
 void stop() noexcept {
-  if (runtime_state* rt = current_runtime()) rt->tracer.started.store(false, std::memory_order_relaxed);
+  if (runtime_state* rt = current_runtime()) {
+    rt->tracer.started.store(false, std::memory_order_relaxed);
+    try {
+      std::lock_guard<std::mutex> sg(rt->tracer.signal_lock);
+      uninstall_dump_signal(rt->tracer);
+    } catch (...) {
+      // The lock cannot be taken (a system error): the handler stays until the runtime ends.
+    }
+  }
   trace_mask.store(0, std::memory_order_relaxed);
   trace_all_kinds.store(0, std::memory_order_relaxed);
 }

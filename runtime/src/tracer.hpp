@@ -2,12 +2,15 @@
 // per-worker rings, and record(). The design is in tracer.cpp; the Perfetto export in trace_export.cpp.
 #pragma once
 
+#include <signal.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -85,6 +88,12 @@ struct tracer {
   std::atomic<std::uint64_t> last_dump_ns{0};        // shared: trace::dump's rate limit (relaxed: a hint)
   std::atomic<bool> started{false};                  // shared: a start is in effect (relaxed: a state flag)
   std::uint32_t flag_kinds = 0;                      // guarded by lock: kinds trace_process ever selected
+  // options::dump_signal (tracer.cpp, "Dump on a signal"), all guarded by signal_lock.
+  std::mutex signal_lock;
+  int dump_signal = 0;                               // installed now; 0: none
+  struct sigaction previous {};                      // the disposition it replaced
+  int wake_read = -1, wake_write = -1;               // the pipe the handler writes to
+  std::thread dumper;                                // reads it and dumps
 };
 
 // Reads every ring (tracer.cpp), oldest first, message ids paired.

@@ -2,8 +2,10 @@
 // that a call that timed out can be read from it. The Perfetto file itself: protoc --decode_raw here,
 // and tests/trace/check_environment.cmake for GROVE_TRACE.
 #include "support/fixture.hpp"
+#include "support/log_capture.hpp"
 #include "support/protoc.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -471,6 +473,43 @@ TEST_CASE("trace_process records one process's events, and its children's with s
   CHECK(child_sends == 1);  // inherited
   CHECK(child_exits == 1);
   CHECK(spawn_seen);
+}
+
+TEST_CASE("options::dump_signal: the signal dumps the flight recorder; stop puts the signal's old disposition back") {
+  grove_test::log_capture logs;
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  struct sigaction before {};
+  REQUIRE(::sigaction(SIGUSR2, nullptr, &before) == 0);
+  char path[] = "/tmp/grove-signal-dump-XXXXXX";
+  const int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  ::unlink(path);
+  REQUIRE(!trace::start({.dump_file = path, .dump_signal = SIGUSR2}));
+  struct sigaction during {};
+  REQUIRE(::sigaction(SIGUSR2, nullptr, &during) == 0);
+  const bool replaced = during.sa_handler != before.sa_handler;
+  CHECK(replaced);
+  grove::send(me.pid(), go{});
+  REQUIRE(grove::receive([](go) { return true; }, grove::after(patience, [] { return false; })));
+  REQUIRE(::kill(::getpid(), SIGUSR2) == 0);
+  REQUIRE(grove_test::wait_until([&] { return !logs.of(grove::log_kind::trace).empty(); }));
+  const auto dumps = logs.of(grove::log_kind::trace);
+  CHECK(dumps[0].text.find("signal") != std::string::npos);
+  CHECK(dumps[0].text.find(path) != std::string::npos);
+  const std::string text = grove_test::protoc_decode_raw_file(path);
+  ::unlink(path);
+  CHECK(text.find("\"other threads\"") != std::string::npos);
+  CHECK(text.find("receive ") != std::string::npos);  // our receive of go
+  trace::stop();
+  struct sigaction after {};
+  REQUIRE(::sigaction(SIGUSR2, nullptr, &after) == 0);
+  const bool restored = after.sa_handler == before.sa_handler;
+  CHECK(restored);
+  // A signal that cannot be caught is refused, and nothing is started.
+  CHECK(trace::start({.dump_signal = SIGKILL}) == grove::errc::bad_argument);
+  CHECK(!trace::is_recording());
 }
 
 TEST_CASE("tracing without a runtime is refused") {

@@ -23,7 +23,8 @@
 // timed out reads: the request's arrow into the server, the server's long run (or its queue behind
 // another), the caller's "receive timed out", then the late reply's arrow.
 //
-// Dumps: dump() writes the rings to options::dump_file, and a supervisor that gives up calls it.
+// Dumps: dump() writes the rings to options::dump_file, a supervisor that gives up calls it, and
+// so does a signal, if options::dump_signal asks for one (`kill -USR2 <pid>`).
 //
 // Also recorded: link, unlink, monitor and demonitor calls; down messages and exit signals as their
 // receiver acts on them (what it did: ignored, trapped, exited); steals between workers; and
@@ -32,7 +33,7 @@
 // Per process: trace_process(pid, flags) records one process's events (and, with set_on_spawn,
 // its descendants'), as erlang:trace/3 does, while start's kinds select for all.
 //
-// Not recorded (yet): IO readiness, timer fires of send_after; a dump on a signal.
+// Not recorded (yet): IO readiness, timer fires of send_after.
 #pragma once
 
 #include <cstddef>
@@ -91,6 +92,12 @@ struct options {
   std::size_t events_per_worker = 65536;  // ring size per worker (rounded up to a power of two, >= 64)
   std::uint32_t kinds = all_events;       // which event kinds to record (bit(event_kind::send) | ...)
   std::string dump_file{};                // where dump() writes (GROVE_TRACE: that file); empty: dump() does nothing
+  // A signal that dumps the flight recorder (e.g. SIGUSR2; GROVE_TRACE_SIGNAL=USR2): 0, the
+  // default, installs nothing. Asked for, start() installs a handler for it in place of the
+  // signal's disposition (the host's global state: only when asked), which stop() puts back; the
+  // handler only writes a byte to a pipe, and a thread of the tracer's does the dump (dump()'s
+  // rate limit applies). errc::bad_argument for a signal that cannot be caught (SIGKILL, ...).
+  int dump_signal = 0;
 };
 
 // Starts recording, with fresh rings (what an earlier start recorded is dropped): an empty error
