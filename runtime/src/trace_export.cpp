@@ -114,7 +114,7 @@ class exporter {
           break;
         case trace::event_kind::link:
         case trace::event_kind::monitor: {
-          const char* what = e.kind == trace::event_kind::link ? "link" : "monitor";
+          const char* what = trace::to_string(e.kind);
           const std::string target = e.other.is_null() ? std::string("(a name nobody holds)") : label(e.other);
           enc_.instant(track_of(e.process), e.time_ns,
                        e.outcome == trace::signal_outcome::noproc ? fmt::format("{} {}: noproc", what, target)
@@ -124,8 +124,7 @@ class exporter {
         }
         case trace::event_kind::unlink:
         case trace::event_kind::demonitor:
-          enc_.instant(track_of(e.process), e.time_ns,
-                       fmt::format("{} {}", e.kind == trace::event_kind::unlink ? "unlink" : "demonitor", label(e.other)),
+          enc_.instant(track_of(e.process), e.time_ns, fmt::format("{} {}", trace::to_string(e.kind), label(e.other)),
                        {.category = "link"});
           break;
         case trace::event_kind::down:
@@ -133,9 +132,7 @@ class exporter {
                        {.category = "link"});
           break;
         case trace::event_kind::exit_signal: {
-          const char* what = e.outcome == trace::signal_outcome::trapped ? "trapped"
-                             : e.outcome == trace::signal_outcome::exits ? "exits"
-                                                                         : "ignored";
+          const char* what = trace::to_string(e.outcome);
           const std::string from = e.other.is_null() ? std::string("a thread") : label(e.other);
           const annotation args[] = {{"through a link", e.count != 0}};
           enc_.instant(track_of(e.process), e.time_ns, fmt::format("exit signal from {}: {} ({})", from, e.detail, what),

@@ -522,6 +522,38 @@ bool is_recording() noexcept {
 
 bool is_recording(event_kind k) noexcept { return tracing(k, current_process()); }
 
+const char* to_string(event_kind k) noexcept {
+  switch (k) {
+    case event_kind::spawn: return "spawn";
+    case event_kind::exit: return "exit";
+    case event_kind::send: return "send";
+    case event_kind::receive: return "receive";
+    case event_kind::receive_timeout: return "receive_timeout";
+    case event_kind::run_begin: return "run_begin";
+    case event_kind::run_end: return "run_end";
+    case event_kind::link: return "link";
+    case event_kind::unlink: return "unlink";
+    case event_kind::monitor: return "monitor";
+    case event_kind::demonitor: return "demonitor";
+    case event_kind::down: return "down";
+    case event_kind::exit_signal: return "exit_signal";
+    case event_kind::steal: return "steal";
+    case event_kind::annotation: return "annotation";
+  }
+  return "unknown";
+}
+
+const char* to_string(signal_outcome o) noexcept {
+  switch (o) {
+    case signal_outcome::none: return "none";
+    case signal_outcome::noproc: return "noproc";
+    case signal_outcome::ignored: return "ignored";
+    case signal_outcome::trapped: return "trapped";
+    case signal_outcome::exits: return "exits";
+  }
+  return "unknown";
+}
+
 std::error_code trace_process(grove::pid target, std::uint8_t flags) {
   runtime_state* rt = current_runtime();
   if (!rt) return make_error_code(errc::not_running);

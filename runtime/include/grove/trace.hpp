@@ -43,6 +43,7 @@
 #include <system_error>
 #include <vector>
 
+#include <grove/detail/named_formatter.hpp>
 #include <grove/errc.hpp>
 #include <grove/pid.hpp>
 
@@ -87,6 +88,10 @@ enum class signal_outcome : std::uint8_t {
   trapped,  // exit_signal: the receiver traps exits; it became an exit_signal message
   exits,    // exit_signal: the receiver exits with the reason (killed for a direct kill)
 };
+
+// Their names as written above ("exit_signal", "trapped"); also through fmt ("{}").
+const char* to_string(event_kind k) noexcept;
+const char* to_string(signal_outcome o) noexcept;
 
 struct options {
   std::size_t events_per_worker = 65536;  // ring size per worker (rounded up to a power of two, >= 64)
@@ -167,5 +172,10 @@ std::size_t dump(std::string_view why) noexcept;
 result<std::size_t> write_perfetto(const std::string& path);
 
 }  // namespace grove::trace
+
+template <>
+struct fmt::formatter<grove::trace::event_kind> : grove::detail::named_formatter<grove::trace::event_kind> {};
+template <>
+struct fmt::formatter<grove::trace::signal_outcome> : grove::detail::named_formatter<grove::trace::signal_outcome> {};
 
 GROVE_PUBLIC_END
