@@ -454,6 +454,13 @@ TEST_CASE("trace_process records one process's events, and its children's with s
   (void)m1;
   (void)m2;
   CHECK(trace::trace_process(traced, flags::all) == grove::errc::noproc);  // gone
+  // The child's reply comes before its exit is recorded: wait for that event (it never comes if
+  // the child did not inherit the flags).
+  CHECK(grove_test::wait_until([&] {
+    for (const auto& e : trace::snapshot())
+      if (e.kind == trace::event_kind::exit && e.process == child) return true;
+    return false;
+  }));
   const std::vector<trace::event> all = trace::snapshot();
   trace::stop();
   int traced_sends = 0, child_sends = 0, child_exits = 0;
