@@ -196,33 +196,13 @@ void uninstall_dump_signal(tracer& t) noexcept {
   t.dump_signal = 0;
 }
 
-// Installs the handler for `sig` and starts the dumper thread; an error code if it cannot.
+// Installs the handler for `sig` and starts the dumper thread; an error code if it cannot. A byte
+// the handler writes before the thread runs waits in the pipe.
 std::error_code install_dump_signal(tracer& t, int sig) {
   if (sig <= 0 || sig >= NSIG || sig == SIGKILL || sig == SIGSTOP) return make_error_code(errc::bad_argument);
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return std::error_code(errno, std::generic_category());
   ::fcntl(fds[1], F_SETFL, O_NONBLOCK);  // the handler never blocks
-  try {
-    t.dumper = std::thread([fd = fds[0], sig] {
-      char buf[64];
-      for (;;) {
-        const ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n == 0) return;                         // uninstall closed the write end
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return;
-        try {
-          (void)trace::dump(fmt::format("signal {} ({})", sig, ::sigabbrev_np(sig) ? ::sigabbrev_np(sig) : "?"));
-        } catch (...) {
-        }
-      }
-    });
-  } catch (...) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return std::make_error_code(std::errc::not_enough_memory);
-  }
-  t.wake_read = fds[0];
-  t.wake_write = fds[1];
   dump_wake_fd.store(fds[1], std::memory_order_relaxed);  // before the handler can run
   struct sigaction sa {};
   sa.sa_handler = &dump_signal_handler;
@@ -230,17 +210,33 @@ std::error_code install_dump_signal(tracer& t, int sig) {
   sa.sa_flags = SA_RESTART;
   if (::sigaction(sig, &sa, &t.previous) != 0) {
     const std::error_code ec(errno, std::generic_category());
-    t.dump_signal = sig;  // so that uninstall ends the thread
-    t.previous.sa_handler = SIG_DFL;
     dump_wake_fd.store(-1, std::memory_order_relaxed);
-    ::close(t.wake_write);
-    t.dumper.join();
-    ::close(t.wake_read);
-    t.wake_read = t.wake_write = -1;
-    t.dump_signal = 0;
+    ::close(fds[0]);
+    ::close(fds[1]);
     return ec;
   }
   t.dump_signal = sig;
+  t.wake_read = fds[0];
+  t.wake_write = fds[1];
+  try {
+    t.dumper = std::thread([fd = fds[0], sig] {
+      char buf[64];
+      for (;;) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n == 0) return;  // uninstall closed the write end
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return;
+        try {
+          (void)trace::dump(fmt::format("signal {} ({})", sig, ::sigabbrev_np(sig) ? ::sigabbrev_np(sig) : "?"));
+        } catch (...) {
+          // Out of memory for the reason's text: no dump this time.
+        }
+      }
+    });
+  } catch (...) {
+    uninstall_dump_signal(t);  // the old disposition back, the pipe closed
+    return std::make_error_code(std::errc::not_enough_memory);
+  }
   return {};
 }
 
@@ -520,7 +516,10 @@ bool is_recording() noexcept {
   return rt && rt->tracer.started.load(std::memory_order_relaxed);
 }
 
-bool is_recording(event_kind k) noexcept { return tracing(k, current_process()); }
+bool is_recording(event_kind k) noexcept {
+  // The mask first: off, this costs no current_process() call (pools annotate every checkout).
+  return (trace_mask.load(std::memory_order_relaxed) & bit(k)) != 0 && traced_process_event(k, current_process());
+}
 
 const char* to_string(event_kind k) noexcept {
   switch (k) {
@@ -577,8 +576,9 @@ std::error_code trace_process(grove::pid target, std::uint8_t flags) {
 }
 
 void annotate(std::string_view text) noexcept {
+  if ((trace_mask.load(std::memory_order_relaxed) & bit(event_kind::annotation)) == 0) return;  // as tracing()
   process* p = current_process();
-  if (!tracing(event_kind::annotation, p)) return;
+  if (!traced_process_event(event_kind::annotation, p)) return;
   record(event_kind::annotation, 0, 0, p ? p->id().bits() : 0, 0, intern_trace_text(text));
 }
 

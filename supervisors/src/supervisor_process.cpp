@@ -86,17 +86,6 @@ std::uint64_t splitmix64(std::uint64_t& state) noexcept {
   return z ^ (z >> 31);
 }
 
-}  // namespace
-
-supervisor_process::supervisor_process(pid parent, flags f)
-    : self_(grove::self()),
-      parent_(parent),
-      flags_(std::move(f)),
-      simple_(flags_.strategy == strategy::simple_one_for_one),
-      intensity_(flags_.intensity, flags_.period),
-      rng_state_(self_.bits() ^ static_cast<std::uint64_t>(clock::now().time_since_epoch().count())) {}
-
-// ---- 1. start ----
 
 // A trace annotation (grove/trace.hpp) for a start or a report, formatted only while recorded.
 template <typename... Args>
@@ -108,6 +97,18 @@ void annotate_trace(fmt::format_string<Args...> format, Args&&... args) noexcept
     // Out of memory for the text: the trace goes without it.
   }
 }
+
+}  // namespace
+
+supervisor_process::supervisor_process(pid parent, flags f)
+    : self_(grove::self()),
+      parent_(parent),
+      flags_(std::move(f)),
+      simple_(flags_.strategy == strategy::simple_one_for_one),
+      intensity_(flags_.intensity, flags_.period),
+      rng_state_(self_.bits() ^ static_cast<std::uint64_t>(clock::now().time_since_epoch().count())) {}
+
+// ---- 1. start ----
 
 exit_reason failed_to_start_reason(const std::string& id, const exit_reason& reason) {
   return exit_reason::user<failed_to_start_child>("shutdown", failed_to_start_child{id, reason},

@@ -375,6 +375,12 @@ TEST_CASE("annotations carry their text, from processes and from other threads; 
   CHECK(all[3].process.is_null());
   CHECK(all[3].worker == -1);
   CHECK(all[4].detail.empty());
+  // Kept once: past the 65,536 different texts a runtime keeps, a repeated text still comes with
+  // every annotation.
+  for (int i = 0; i < 70'000; ++i) trace::annotate("checkpoint reached");
+  const std::vector<trace::event> many = of_kind(trace::snapshot(), trace::event_kind::annotation);
+  REQUIRE(!many.empty());
+  CHECK(many.back().detail == "checkpoint reached");
   // Not recorded when its kind is not selected.
   REQUIRE(!trace::start({.kinds = trace::bit(trace::event_kind::send)}));
   CHECK(!trace::is_recording(trace::event_kind::annotation));
@@ -480,6 +486,35 @@ TEST_CASE("trace_process records one process's events, and its children's with s
   CHECK(child_sends == 1);  // inherited
   CHECK(child_exits == 1);
   CHECK(spawn_seen);
+}
+
+TEST_CASE("trace_process on a process that is computing applies from its next event") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  REQUIRE(!trace::start({.kinds = 0}));
+  std::atomic<bool> go_on{false};
+  const grove::pid self = me.pid();
+  grove::pid busy = grove::spawn([&go_on, self] {
+    while (!go_on.load(std::memory_order_relaxed)) {
+    }
+    grove::send(self, reply{});
+  });
+  REQUIRE(grove_test::wait_until([&] {
+    auto s = grove::process_summary_of(busy);
+    return s && s->status == grove::process_status::running;
+  }));
+  CHECK(trace::trace_process(busy, trace::process_flags::send | trace::process_flags::procs) == std::error_code{});
+  go_on.store(true, std::memory_order_relaxed);
+  REQUIRE(grove::receive([](reply) { return true; }, grove::after(patience, [] { return false; })));
+  CHECK(grove_test::wait_until([&] {
+    bool sent = false, exited = false;
+    for (const auto& e : trace::snapshot()) {
+      sent = sent || (e.kind == trace::event_kind::send && e.process == busy && e.other == self);
+      exited = exited || (e.kind == trace::event_kind::exit && e.process == busy);
+    }
+    return sent && exited;
+  }));
+  trace::stop();
 }
 
 TEST_CASE("options::dump_signal: the signal dumps the flight recorder; stop puts the signal's old disposition back") {
