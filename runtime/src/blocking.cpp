@@ -68,7 +68,7 @@ void blocking_pool::serve() {
     const pid waiter = j->waiter;
     j->done.store(true, std::memory_order_release);  // pairs with the waiter's acquire; j may be gone after this
     if (process* q = rt.table.acquire(waiter)) {
-      rt.wake(q);
+      rt.wake(q, trace::wake_cause::blocking_call);
       rt.table.release(q, -1);
     }
     g.lock();

@@ -37,10 +37,11 @@ bool deliver(runtime_state& rt, pid to, message_node* n, bool wake) noexcept {
     answer_for_exited(rt, to, n);
     delivered = false;
   } else if (wake) {
+    const auto why = n->type->is_signal ? trace::wake_cause::signal : trace::wake_cause::message;  // n is q's after the push
     q->mail.push(n);
-    rt.wake(q);
+    rt.wake(q, why);
   } else if (q->mail.push_lazily(n)) {
-    rt.wake(q);  // a push behind ours may have woken q before our node was linked (mailbox.hpp)
+    rt.wake(q, trace::wake_cause::signal);  // a push behind ours may have woken q before our node was linked (mailbox.hpp)
   }
   rt.table.release(q, worker_index_for(rt));
   return delivered;
@@ -57,7 +58,7 @@ void send_exit_signal(runtime_state& rt, process* q, pid from, exit_reason reaso
   // process only needs to see it eventually (at a later runtime call); the push orders the node.
   q->exit_signals.fetch_add(1, std::memory_order_relaxed);
   q->mail.push(n);
-  rt.wake(q);
+  rt.wake(q, trace::wake_cause::signal);
 }
 
 void deliver_exit_signal(runtime_state& rt, pid to, pid from, exit_reason reason, bool via_link) noexcept {

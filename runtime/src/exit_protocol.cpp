@@ -112,7 +112,9 @@ bool is_shutdown_like(const exit_reason& r) noexcept {
 }
 
 // Step 5 of the exit protocol: the crash report (grove/logger.hpp, log_kind::crash_report).
-void report_crash(pid self, std::string name, const exit_reason& reason, const process_extra* ex) noexcept {
+void report_crash(runtime_state* rt, const process* p, std::string name, const exit_reason& reason,
+                  const process_extra* ex) noexcept {
+  const pid self = p->id();
   try {
     log_event e{log_level::error, log_kind::crash_report, self, std::move(name), reason, {}};
     e.exception_type = reason.exception_type();
@@ -121,11 +123,19 @@ void report_crash(pid self, std::string name, const exit_reason& reason, const p
       e.links.assign(ex->links.begin(), ex->links.end());
       for (const auto& [ref, watcher] : ex->monitored_by) e.monitored_by.push_back(watcher);
     }
+    if (rt && tracing(event_kind::receive, p)) [[unlikely]]
+      e.last_messages = last_received(rt->tracer, self, 8);
     e.text = e.name.empty() ? fmt::format("grove: process {} exited: {}", self, reason)
                             : fmt::format("grove: process {} ({}) exited: {}", self, e.name, reason);
     if (!e.exception_type.empty()) fmt::format_to(std::back_inserter(e.text), " ({})", e.exception_type);
     if (!e.links.empty()) fmt::format_to(std::back_inserter(e.text), "; links {}", fmt::join(e.links, " "));
     if (!e.monitored_by.empty()) fmt::format_to(std::back_inserter(e.text), "; monitored by {}", fmt::join(e.monitored_by, " "));
+    for (std::size_t i = 0; i < e.last_messages.size(); ++i) {
+      const received_message& m = e.last_messages[i];
+      e.text += i == 0 ? "; last messages: " : ", ";
+      e.text += m.type;
+      if (!m.from.is_null()) fmt::format_to(std::back_inserter(e.text), " from {}", m.from);
+    }
     log(e);
   } catch (...) {
     // Out of memory building the report: it is lost.
@@ -221,7 +231,7 @@ void exit_process(runtime_state* rt, process* p, const exit_reason& reason) noex
   process_extra* ex = p->extra;
   if (!is_shutdown_like(reason) && !(ex && ex->exit_by_signal) &&
       ((rt && rt->config.crash_reports == crash_report_policy::all) || !ex || (ex->links.empty() && ex->monitored_by.empty())))
-    report_crash(self, std::move(name), reason, ex);
+    report_crash(rt, p, std::move(name), reason, ex);
   // 6.
   if (ex) {
     if (rt) {

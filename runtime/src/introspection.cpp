@@ -6,8 +6,6 @@
 // message type (so its other messages are untouched), a foreign thread on a condition variable.
 #include <grove/introspection.hpp>
 
-#include <cxxabi.h>
-
 #include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
@@ -28,6 +26,7 @@
 #include "resources.hpp"
 #include "scheduler.hpp"
 #include "signal_nodes.hpp"
+#include "type_name.hpp"
 
 namespace grove::internal {
 
@@ -45,18 +44,6 @@ struct info_request {
 struct info_ready {
   std::uint64_t id;
 };
-
-namespace {
-
-std::string demangled(const char* mangled) {
-  int status = 0;
-  char* text = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-  std::string out = status == 0 && text ? text : mangled;
-  std::free(text);
-  return out;
-}
-
-}  // namespace
 
 std::vector<message_type_count> saved_types(const process* p, std::size_t top) {
   std::unordered_map<const detail::message_type*, std::size_t> counts;
@@ -294,7 +281,7 @@ std::optional<process_details> process_info(pid target, std::chrono::millisecond
   process* q = rt->table.acquire(target);
   if (!q) return std::nullopt;
   q->mail.push(make_signal<info_signal>(req));
-  rt->wake(q);
+  rt->wake(q, trace::wake_cause::signal);
   rt->table.release(q, worker_index_for(*rt));
   if (as_process) {
     const std::uint64_t id = req->id;

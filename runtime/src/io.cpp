@@ -65,7 +65,7 @@ void make_ready(runtime_state& rt, std::atomic<std::uint64_t>& slot) noexcept {
   const std::uint64_t old = slot.exchange(io_readiness, std::memory_order_acq_rel);  // acq_rel: see file comment
   if (old <= io_readiness) return;
   if (process* q = rt.table.acquire(pid::from_bits(old))) {
-    rt.wake(q);
+    rt.wake(q, trace::wake_cause::io);
     rt.table.release(q, worker_index_for(rt));
   }
 }
@@ -141,6 +141,8 @@ std::error_code wait_for(int fd, bool writable, std::uint64_t deadline_ns) {
     slot.compare_exchange_strong(stale, 0, std::memory_order_acq_rel);
     if (int e = arm_one_shot(*rt, fd, s, writable)) return {e, std::generic_category()};
   }
+  if (tracing(trace::event_kind::io_wait, p)) [[unlikely]]
+    record(trace::event_kind::io_wait, writable ? 1 : 0, static_cast<std::uint32_t>(fd), p->id().bits());
   switch (wait_ready(p, slot, deadline_ns)) {
     case io_wait::ready: return {};
     case io_wait::timed_out: return make_error_code(errc::timeout);

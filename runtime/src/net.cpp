@@ -222,6 +222,8 @@ std::error_code socket_handle::wait(bool writable, std::uint64_t deadline_ns) co
   process* p = current_process();
   if (!p) return make_error_code(errc::not_in_process);
   auto* s = static_cast<io_state*>(state_);
+  if (tracing(trace::event_kind::io_wait, p)) [[unlikely]]
+    record(trace::event_kind::io_wait, writable ? 1 : 0, static_cast<std::uint32_t>(fd_), p->id().bits());
   switch (wait_ready(p, writable ? s->writer : s->reader, deadline_ns)) {
     case io_wait::ready: return {};
     case io_wait::timed_out: return make_error_code(errc::timeout);

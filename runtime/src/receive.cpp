@@ -184,7 +184,7 @@ matched receive_node(match_fn match, void* matcher, std::int64_t timeout_ns) {
       if (h >= 0) {
         message_node* n = p->saved.remove_after(prev);
         if (tracing(event_kind::receive, p)) [[unlikely]]
-          record(event_kind::receive, 0, passed, p->id().bits(), 0, reinterpret_cast<std::uintptr_t>(n),
+          record(event_kind::receive, 0, passed, p->id().bits(), p->saved.size(), reinterpret_cast<std::uintptr_t>(n),
                  reinterpret_cast<std::uintptr_t>(n->type));
         charge(p, false);
         return {n, h};

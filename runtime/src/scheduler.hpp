@@ -228,7 +228,8 @@ struct runtime::state : std::enable_shared_from_this<runtime::state> {
 
   // Scheduling (scheduler.cpp).
   void schedule(internal::process* p);      // p just became NOTIFIED: put it in a queue
-  void wake(internal::process* p) noexcept; // make p runnable if it is not running or queued
+  // Makes p runnable if it is not running or queued; why: for the trace (event_kind::wake).
+  void wake(internal::process* p, trace::wake_cause why = trace::wake_cause::message) noexcept;
   void notify_work() noexcept;              // new work is visible: make sure someone looks
   void wake_one_idle() noexcept;
   void process_exited(internal::process* p) noexcept;  // exit protocol step 1

@@ -28,6 +28,16 @@ namespace grove::internal {
 
 namespace {
 
+// The timer_fire event of a send_after timer's message n to `to`, if its target is traced.
+[[gnu::noinline]] void record_timer_fire(runtime_state& rt, pid to, const message_node* n) noexcept {
+  process* q = rt.table.acquire(to);  // for its trace flags; a dead target: nobody to trace
+  if (!q) return;
+  if (tracing(trace::event_kind::timer_fire, q))
+    record(trace::event_kind::timer_fire, 0, 0, to.bits(), 0, reinterpret_cast<std::uintptr_t>(n),
+           reinterpret_cast<std::uintptr_t>(n->type));
+  rt.table.release(q, worker_index_for(rt));
+}
+
 void lower_expiry_hint(worker& w) noexcept {
   // Under w.wheel_lock. relaxed: a hint that the owner re-reads; exact values come from the wheel.
   auto next = w.wheel.next_expiry();
@@ -77,7 +87,7 @@ void fire_due_timers(worker& w) {
       if (rt.table.contains(node)) {
         // A process's timeout: it cannot exit while its node is linked (it must take this lock to
         // disarm), so waking it without a reference is safe.
-        rt.wake(rt.table.process_at(node));
+        rt.wake(rt.table.process_at(node), trace::wake_cause::timeout);
       } else {
         auto* t = static_cast<detail::timer_state*>(node);
         t->pending.store(false, std::memory_order_release);  // under the lock; cancel_timer re-checks under it
@@ -94,6 +104,8 @@ void fire_due_timers(worker& w) {
     message_node* m = t->message;  // ours: no longer pending, so cancel_timer will not touch it
     t->message = nullptr;
     count_down(resources().timers);
+    if (trace_mask.load(std::memory_order_relaxed) & trace::bit(trace::event_kind::timer_fire)) [[unlikely]]  // relaxed: a switch (tracer.hpp)
+      record_timer_fire(rt, t->to, m);  // before the delivery: the receive cannot come first
     deliver(rt, t->to, m, true);  // a dead target counts a dead letter there
     t->self.reset();  // may free t
   }

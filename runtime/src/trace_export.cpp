@@ -8,8 +8,10 @@
 // already gone shows its pid only), holding its runs ("running on worker N"), its waits ("wait:
 // receive", ..., from the end of a run to the next begin) and instants for send, receive, receive
 // timeout, spawn, exit, link, unlink, monitor, demonitor, down, exit signal (what the receiver
-// did) and annotation; a steal is an instant on the thief's worker track. A send starts a flow
-// (its message id) that the receive of that message terminates: the UI draws the arrow.
+// did), annotation, wake ("woken by <0.3.0> (message)"), send_after's timer fire and IO wait (the
+// fd), with a counter track "mailbox <pid>" of the messages it still holds after each receive; a
+// steal is an instant on the thief's worker track. A send (or a timer fire) starts a flow (its
+// message id) that the receive of that message terminates: the UI draws the arrow.
 //
 // Slices are balanced on every track: the rings begin mid-stream (flight recorder), so an end
 // whose begin was overwritten is dropped, and slices still open at the end are closed at the
@@ -19,7 +21,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cxxabi.h>
 #include <memory>
 #include <unordered_map>
 
@@ -31,6 +32,7 @@
 #include "perfetto_encoder.hpp"
 #include "scheduler.hpp"
 #include "tracer.hpp"
+#include "type_name.hpp"
 
 namespace grove::internal {
 
@@ -41,13 +43,7 @@ constexpr std::uint64_t foreign_track = 2;
 std::uint64_t worker_track(int w) { return 16 + static_cast<std::uint64_t>(w); }
 std::uint64_t queue_track(int w) { return 0x10000 + static_cast<std::uint64_t>(w); }
 std::uint64_t process_track_of(pid p) { return p.bits() | (std::uint64_t{1} << 63); }
-
-std::string demangled(const char* mangled) {
-  if (!mangled) return "?";
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(mangled, nullptr, nullptr, &status), std::free);
-  return status == 0 && d ? std::string(d.get()) : std::string(mangled);
-}
+std::uint64_t mailbox_track_of(pid p) { return p.bits() | (std::uint64_t{3} << 62); }
 
 class exporter {
  public:
@@ -99,8 +95,25 @@ class exporter {
                        {.category = "message",
                         .annotations = args,
                         .terminating_flow_ids = e.message_id ? std::span<const std::uint64_t>(flow) : std::span<const std::uint64_t>()});
+          enc_.counter(mailbox_track(e.process), e.time_ns, static_cast<std::int64_t>(e.queued));
           break;
         }
+        case trace::event_kind::timer_fire: {
+          const std::uint64_t flow[] = {e.message_id};
+          enc_.instant(track_of(e.process), e.time_ns, fmt::format("timer fired: {}", demangled(e.message_type)),
+                       {.category = "timer", .flow_ids = flow});
+          break;
+        }
+        case trace::event_kind::wake: {
+          const char* why = trace::to_string(e.cause);
+          enc_.instant(track_of(e.process), e.time_ns,
+                       e.other.is_null() ? fmt::format("woken ({})", why) : fmt::format("woken by {} ({})", label(e.other), why),
+                       {.category = "scheduler"});
+          break;
+        }
+        case trace::event_kind::io_wait:
+          enc_.instant(track_of(e.process), e.time_ns, fmt::format("io wait: fd {} {}", e.count, e.detail), {.category = "io"});
+          break;
         case trace::event_kind::receive_timeout:
           enc_.instant(track_of(e.process), e.time_ns, "receive timed out", {.category = "timer"});
           break;
@@ -175,6 +188,11 @@ class exporter {
   std::uint64_t track_of(pid p) {
     const std::uint64_t uuid = process_track_of(p);
     if (described_.emplace(uuid, true).second) enc_.named_track(uuid, program_track, label(p));
+    return uuid;
+  }
+  std::uint64_t mailbox_track(pid p) {
+    const std::uint64_t uuid = mailbox_track_of(p);
+    if (described_.emplace(uuid, true).second) enc_.counter_track(uuid, program_track, fmt::format("mailbox {}", label(p)));
     return uuid;
   }
   void begin(std::uint64_t track, std::uint64_t ts, std::string_view name) {

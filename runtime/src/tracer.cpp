@@ -17,7 +17,8 @@
 //     spawn            a parent, b child
 //     exit             a pid, arg exit_reason::kind, b text id (intern_trace_text)
 //     send             a sender, b receiver, c message node address, d message_type*
-//     receive          a receiver, x messages passed over, c node address, d message_type*
+//     receive          a receiver, x messages passed over, b messages left (saved), c node address,
+//                      d message_type*
 //     receive_timeout  a pid, arg wait_reason
 //     run_begin        a pid, x run-queue length
 //     run_end          a pid, arg park_reason | wait_reason << 4
@@ -28,10 +29,13 @@
 //                      d 1 through a link
 //     steal            a first process taken, b victim worker, x processes taken
 //     annotation       a caller (0: not a process), c text id
+//     wake             a woken, b waker (0: none), arg wake_cause
+//     timer_fire       a target, c message node address, d message_type* (paired as a send is)
+//     io_wait          a waiter, x fd, arg 1 writable
 // Pids are their bits. A send and the receive of its message are paired when read: the newest
 // earlier send of the same node address to the same receiver with the same type. A node's address
 // is reused once it is freed (received, or dropped: a dead letter, an exit, an inactive alias), and
-// some nodes are delivered without a send event (send_after's, down and exit messages), so the
+// some nodes are delivered without a send event (down and exit messages), so the
 // address alone could pair a receive with an older, unrelated send; with receiver and type too, a
 // wrong arrow needs the same type between the same two processes at a reused address.
 //
@@ -86,6 +90,7 @@
 #include "delivery.hpp"
 #include "process.hpp"
 #include "scheduler.hpp"
+#include "type_name.hpp"
 
 namespace grove::internal {
 
@@ -111,17 +116,20 @@ void write_slot(trace_ring& r, const std::uint64_t (&words)[6]) noexcept {
   r.head.store(h + 1, std::memory_order_release);  // release: the slot's words before the new head
 }
 
-// The events of one ring still intact, oldest first (file comment, "Reading while recording").
-void copy_ring(const trace_ring& r, std::vector<std::array<std::uint64_t, 6>>& out) {
-  const std::uint64_t cap = r.mask + 1;
+using raw_event = std::array<std::uint64_t, 6>;
+
+// The events of one ring still intact, oldest first (file comment, "Reading while recording"); at
+// most the newest `newest` of them.
+void copy_ring(const trace_ring& r, std::vector<raw_event>& out, std::uint64_t newest = ~std::uint64_t{0}) {
+  const std::uint64_t cap = std::min(r.mask + 1, newest);
   const std::uint64_t h1 = r.head.load(std::memory_order_acquire);  // acquire: the slots below it are written
   const std::uint64_t from = std::max(h1 > cap ? h1 - cap : 0, r.start_from);  // this start's events only
-  std::vector<std::array<std::uint64_t, 6>> copied(h1 - from);
+  std::vector<raw_event> copied(h1 - from);
   for (std::uint64_t i = from; i < h1; ++i)
     for (int k = 0; k < 6; ++k) copied[i - from][k] = r.slots[i & r.mask].w[k].load(std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_acquire);  // the copies before the second look at head
   const std::uint64_t h2 = r.head.load(std::memory_order_relaxed);
-  const std::uint64_t intact_from = h2 + 1 > cap ? h2 + 1 - cap : 0;
+  const std::uint64_t intact_from = h2 + 1 > r.mask + 1 ? h2 + 1 - (r.mask + 1) : 0;  // the ring's capacity
   for (std::uint64_t i = std::max(from, intact_from); i < h1; ++i) out.push_back(copied[i - from]);
 }
 
@@ -162,11 +170,13 @@ std::uint32_t kinds_of_flags(std::uint8_t flags) noexcept {
   using trace::bit;
   std::uint32_t k = 0;
   if (flags & f::send) k |= bit(event_kind::send);
-  if (flags & f::receive) k |= bit(event_kind::receive) | bit(event_kind::receive_timeout);
+  if (flags & f::receive) k |= bit(event_kind::receive) | bit(event_kind::receive_timeout) | bit(event_kind::timer_fire);
   if (flags & f::procs)
     k |= bit(event_kind::spawn) | bit(event_kind::exit) | bit(event_kind::link) | bit(event_kind::unlink) |
          bit(event_kind::monitor) | bit(event_kind::demonitor) | bit(event_kind::down) | bit(event_kind::exit_signal);
-  if (flags & f::running) k |= bit(event_kind::run_begin) | bit(event_kind::run_end) | bit(event_kind::steal);
+  if (flags & f::running)
+    k |= bit(event_kind::run_begin) | bit(event_kind::run_end) | bit(event_kind::steal) | bit(event_kind::wake) |
+         bit(event_kind::io_wait);
   if (flags & f::annotations) k |= bit(event_kind::annotation);
   return k;
 }
@@ -304,18 +314,28 @@ std::uint64_t intern_reason_text(const exit_reason& reason) noexcept {
   }
 }
 
-std::vector<trace::event> trace_snapshot(tracer& t) {
-  std::vector<std::array<std::uint64_t, 6>> raw;
-  {
-    std::lock_guard<std::mutex> g(t.lock);
-    for (std::size_t i = 0; i + 1 < t.rings.size(); ++i) copy_ring(*t.rings[i], raw);
-    std::lock_guard<std::mutex> wg(t.foreign_lock);  // the shared ring's writers hold it
-    if (t.foreign_out) copy_ring(*t.foreign_out, raw);
-  }
-  // Sends before receives at equal times: a receive never precedes its send.
-  std::stable_sort(raw.begin(), raw.end(), [](const auto& x, const auto& y) {
+namespace {
+
+// Every ring's intact events (at most the newest `newest` of each), in no order.
+std::vector<raw_event> copy_rings(tracer& t, std::uint64_t newest = ~std::uint64_t{0}) {
+  std::vector<raw_event> raw;
+  std::lock_guard<std::mutex> g(t.lock);
+  for (std::size_t i = 0; i + 1 < t.rings.size(); ++i) copy_ring(*t.rings[i], raw, newest);
+  std::lock_guard<std::mutex> wg(t.foreign_lock);  // the shared ring's writers hold it
+  if (t.foreign_out) copy_ring(*t.foreign_out, raw, newest);
+  return raw;
+}
+
+// The events, ordered by time, message ids paired.
+std::vector<trace::event> decode(tracer& t, std::vector<raw_event>& raw) {
+  // Sends (and timer fires) before receives at equal times: a receive never precedes its send.
+  auto sends = [](const std::array<std::uint64_t, 6>& e) {
+    const auto k = static_cast<event_kind>(e[1] & 0xFF);
+    return k == event_kind::send || k == event_kind::timer_fire;
+  };
+  std::stable_sort(raw.begin(), raw.end(), [&](const auto& x, const auto& y) {
     if (x[0] != y[0]) return x[0] < y[0];
-    return (x[1] & 0xFF) == static_cast<unsigned>(event_kind::send) && (y[1] & 0xFF) != static_cast<unsigned>(event_kind::send);
+    return sends(x) && !sends(y);
   });
   std::vector<std::string> texts;
   {
@@ -351,9 +371,15 @@ std::vector<trace::event> trace_snapshot(tracer& t) {
         e.message_id = ++next_id;
         in_flight[r[4]] = {e.message_id, r[3], r[5]};
         break;
+      case event_kind::timer_fire:
+        e.message_type = r[5] ? reinterpret_cast<const detail::message_type*>(r[5])->name() : nullptr;
+        e.message_id = ++next_id;
+        in_flight[r[4]] = {e.message_id, r[2], r[5]};
+        break;
       case event_kind::receive: {
         e.message_type = r[5] ? reinterpret_cast<const detail::message_type*>(r[5])->name() : nullptr;
         e.count = x;
+        e.queued = static_cast<std::uint32_t>(r[3]);
         auto it = in_flight.find(r[4]);
         if (it != in_flight.end() && it->second.to == r[2] && it->second.type == r[5]) {
           e.message_id = it->second.id;
@@ -389,8 +415,47 @@ std::vector<trace::event> trace_snapshot(tracer& t) {
       case event_kind::annotation:
         if (r[4] && r[4] <= texts.size()) e.detail = texts[r[4] - 1];
         break;
+      case event_kind::wake:
+        e.other = pid::from_bits(r[3]);
+        e.cause = static_cast<trace::wake_cause>(arg);
+        break;
+      case event_kind::io_wait:
+        e.count = x;
+        e.detail = arg ? "writable" : "readable";
+        break;
     }
     out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<trace::event> trace_snapshot(tracer& t) {
+  std::vector<raw_event> raw = copy_rings(t);
+  return decode(t, raw);
+}
+
+std::vector<received_message> last_received(tracer& t, pid p, std::size_t n) {
+  constexpr std::uint64_t window = 4096;  // per ring: a crash report scans ~100 KiB, not the rings
+  std::vector<raw_event> raw = copy_rings(t, window);
+  std::erase_if(raw, [b = p.bits()](const raw_event& r) {  // keep its receives and the sends to it
+    const auto k = static_cast<event_kind>(r[1] & 0xFF);
+    if (k == event_kind::receive || k == event_kind::timer_fire) return r[2] != b;
+    return k != event_kind::send || r[3] != b;
+  });
+  const std::vector<trace::event> events = decode(t, raw);
+  std::unordered_map<std::uint64_t, pid> senders;  // message id → sender
+  std::vector<const trace::event*> taken;
+  for (const trace::event& e : events) {
+    if (e.kind == event_kind::send && e.message_id) senders.emplace(e.message_id, e.process);
+    if (e.kind == event_kind::receive) taken.push_back(&e);
+  }
+  std::vector<received_message> out;
+  for (std::size_t i = taken.size() > n ? taken.size() - n : 0; i < taken.size(); ++i) {
+    const trace::event& e = *taken[i];
+    auto it = e.message_id ? senders.find(e.message_id) : senders.end();
+    out.push_back({demangled(e.message_type), it != senders.end() ? it->second : pid(), e.time_ns});
   }
   return out;
 }
@@ -538,6 +603,9 @@ const char* to_string(event_kind k) noexcept {
     case event_kind::exit_signal: return "exit_signal";
     case event_kind::steal: return "steal";
     case event_kind::annotation: return "annotation";
+    case event_kind::wake: return "wake";
+    case event_kind::timer_fire: return "timer_fire";
+    case event_kind::io_wait: return "io_wait";
   }
   return "unknown";
 }
@@ -549,6 +617,17 @@ const char* to_string(signal_outcome o) noexcept {
     case signal_outcome::ignored: return "ignored";
     case signal_outcome::trapped: return "trapped";
     case signal_outcome::exits: return "exits";
+  }
+  return "unknown";
+}
+
+const char* to_string(wake_cause c) noexcept {
+  switch (c) {
+    case wake_cause::message: return "message";
+    case wake_cause::signal: return "signal";
+    case wake_cause::timeout: return "timeout";
+    case wake_cause::io: return "io";
+    case wake_cause::blocking_call: return "blocking_call";
   }
   return "unknown";
 }

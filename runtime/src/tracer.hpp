@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <grove/exit_reason.hpp>
+#include <grove/logger.hpp>
 #include <grove/trace.hpp>
 
 namespace grove::internal {
@@ -98,6 +99,9 @@ struct tracer {
 
 // Reads every ring (tracer.cpp), oldest first, message ids paired.
 std::vector<trace::event> trace_snapshot(tracer& t);
+// The last n messages process p took, oldest first, from the newest 4,096 events of each ring
+// (crash reports: log_event::last_messages). Throws only std::bad_alloc.
+std::vector<received_message> last_received(tracer& t, pid p, std::size_t n);
 // GROVE_TRACE / GROVE_TRACE_BUFFER at runtime start, and the file at stop (runtime.cpp).
 void start_tracing_from_environment(tracer& t) noexcept;
 void finish_tracing(tracer& t) noexcept;

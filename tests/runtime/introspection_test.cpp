@@ -362,8 +362,11 @@ TEST_CASE("Grove's enumerations print by name with fmt") {
   CHECK(fmt::format("{}", grove::log_level::warning) == "warning");
   CHECK(fmt::format("{}", grove::trace::event_kind::exit_signal) == "exit_signal");
   CHECK(fmt::format("{}", grove::trace::signal_outcome::trapped) == "trapped");
-  for (unsigned k = 0; k <= static_cast<unsigned>(grove::trace::event_kind::annotation); ++k)
+  CHECK(fmt::format("{}", grove::trace::wake_cause::blocking_call) == "blocking_call");
+  for (unsigned k = 0; k <= static_cast<unsigned>(grove::trace::event_kind::io_wait); ++k)
     CHECK(std::string(grove::trace::to_string(static_cast<grove::trace::event_kind>(k))) != "unknown");
+  for (unsigned k = 0; k <= static_cast<unsigned>(grove::trace::wake_cause::blocking_call); ++k)
+    CHECK(std::string(grove::trace::to_string(static_cast<grove::trace::wake_cause>(k))) != "unknown");
   // exit_reason too, with the string options (this file includes no fmt/format.h: it links all the same)
   CHECK(fmt::format("[{:>8}] [{:.4}]", grove::exit_reason::killed(), grove::exit_reason::shutdown()) == "[  killed] [shut]");
   // Every errc has a name of its own, distinct from its sentence.

@@ -2,6 +2,7 @@
 // the runtime's own warnings go through the same hook.
 #include "support/fixture.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -13,6 +14,9 @@ using grove_test::patience;
 namespace {
 
 struct go {};
+struct order {
+  int n;
+};
 
 // Spawns fn unobserved (no link, no monitor) and returns once its exit protocol is over: its
 // control block is back (resources_in_use), which comes after any report it makes.
@@ -46,6 +50,8 @@ TEST_CASE("a process that crashes while no process links to it or monitors it is
   CHECK(r.throw_site.empty());
   CHECK(r.reason.throw_site() == nullptr);
   CHECK(r.links.empty());
+  CHECK(r.last_messages.empty());  // not traced
+  CHECK(r.text.find("last messages") == std::string::npos);
   CHECK(r.text.find(fmt::format("{}", p)) != std::string::npos);
   CHECK(r.text.find("payments") != std::string::npos);
   CHECK(r.text.find("card declined") != std::string::npos);
@@ -58,6 +64,64 @@ TEST_CASE("a process that crashes while no process links to it or monitors it is
   CHECK(all[1].reason.text() == "bad_config");
   CHECK(all[2].process == s);
   CHECK(all[2].reason.text() == "gave_up");
+}
+
+TEST_CASE("while the tracer records its receives, a crash report names the last messages the process took, with their senders") {
+  grove_test::log_capture logs;
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  REQUIRE(!grove::trace::start());
+  // It takes ten orders from us, then a go from a helper, and crashes on it.
+  grove::pid p = grove::spawn([] {
+    for (int i = 0; i < 10; ++i) grove::receive([](order) {});
+    grove::receive([](go) { throw std::runtime_error("bad order"); });
+  });
+  for (int i = 0; i < 10; ++i) grove::send(p, order{i});
+  grove::pid helper = grove::spawn([p] { grove::send(p, go{}); });
+  REQUIRE(grove_test::wait_until([&] { return logs.of(grove::log_kind::crash_report).size() == 1; }));
+  auto r = logs.of(grove::log_kind::crash_report)[0];
+  CHECK(r.process == p);
+  REQUIRE(r.last_messages.size() == 8);  // the newest 8, oldest first
+  for (std::size_t i = 0; i < 7; ++i) {
+    CHECK(r.last_messages[i].type.find("order") != std::string::npos);
+    CHECK(r.last_messages[i].from == self);
+  }
+  CHECK(r.last_messages[7].type.find("go") != std::string::npos);
+  CHECK(r.last_messages[7].from == helper);
+  CHECK(std::is_sorted(r.last_messages.begin(), r.last_messages.end(),
+                       [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; }));
+  CHECK(r.text.find(fmt::format("; last messages: (anonymous namespace)::order from {}, ", self)) != std::string::npos);
+  CHECK(r.text.find(fmt::format(", (anonymous namespace)::go from {}", helper)) != std::string::npos);
+
+  // Traced by its own flags only: its receives, without senders (their sends are not recorded); a
+  // crash of an untraced process reports none.
+  grove::trace::stop();
+  REQUIRE(!grove::trace::start({.kinds = 0}));
+  grove::pid traced = grove::spawn([] {
+    grove::receive([](order) {});
+    grove::receive([](go) { throw std::runtime_error("traced"); });
+  });
+  grove::pid untraced = grove::spawn([] {
+    grove::receive([](order) {});
+    grove::receive([](go) { throw std::runtime_error("untraced"); });
+  });
+  REQUIRE(!grove::trace::trace_process(traced, grove::trace::process_flags::receive));
+  for (grove::pid q : {traced, untraced}) {
+    grove::send(q, order{1});
+    grove::send(q, go{});
+  }
+  REQUIRE(grove_test::wait_until([&] { return logs.of(grove::log_kind::crash_report).size() == 3; }));
+  for (const auto& c : logs.of(grove::log_kind::crash_report)) {
+    if (c.process == traced) {
+      REQUIRE(c.last_messages.size() == 2);
+      CHECK(c.last_messages[0].type.find("order") != std::string::npos);
+      CHECK(c.last_messages[0].from.is_null());
+      CHECK(c.last_messages[1].type.find("go") != std::string::npos);
+    }
+    if (c.process == untraced) CHECK(c.last_messages.empty());
+  }
+  grove::trace::stop();
 }
 
 TEST_CASE("normal and shutdown exits, observed crashes and deaths by exit signal are not crash reports") {

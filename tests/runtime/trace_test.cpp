@@ -6,6 +6,7 @@
 #include "support/protoc.hpp"
 
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -204,7 +205,7 @@ TEST_CASE("reading the rings while every worker records gives whole events: each
     // than the one its send went to, or of another type, or as a pid no process here has.
     std::unordered_map<std::uint64_t, const trace::event*> sent;
     for (const auto& e : events) {
-      CHECK(static_cast<unsigned>(e.kind) <= static_cast<unsigned>(trace::event_kind::annotation));
+      CHECK(static_cast<unsigned>(e.kind) <= static_cast<unsigned>(trace::event_kind::io_wait));
       CHECK(e.worker < static_cast<int>(grove_test::test_workers()));
       if (e.kind == trace::event_kind::send) {
         CHECK((type_is(e, "request") || type_is(e, "reply") || type_is(e, "go")));
@@ -552,6 +553,126 @@ TEST_CASE("options::dump_signal: the signal dumps the flight recorder; stop puts
   // A signal that cannot be caught is refused, and nothing is started.
   CHECK(trace::start({.dump_signal = SIGKILL}) == grove::errc::bad_argument);
   CHECK(!trace::is_recording());
+}
+
+TEST_CASE("wakes say who or what made a process runnable; send_after's fire pairs with its receive; IO waits name the fd; receives carry the mailbox length") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  REQUIRE(!trace::start());
+  struct ping {};
+  int fds[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) == 0);
+  // waiter: woken by our message. sleeper: by its timer. reader: by its fd. blocker: by its
+  // blocking call's end. ticked: by a send_after timer's message. counter: takes in three requests
+  // before the go it waits for, then the requests.
+  grove::pid waiter = grove::spawn([self] {
+    grove::receive([](go) {});
+    grove::send(self, reply{});
+  });
+  grove::pid sleeper = grove::spawn([self] {
+    grove::sleep_for(100ms);  // parked long before: its timer wakes it
+    grove::send(self, reply{});
+  });
+  const int read_end = fds[0];
+  grove::pid reader = grove::spawn([self, read_end] {
+    grove::send(self, go{});
+    const std::error_code ec = grove::io::wait_readable(read_end, patience);
+    grove::send(self, ec ? timed_out{} : timed_out{});
+    grove::send(self, reply{});
+  });
+  grove::pid blocker = grove::spawn([self] {
+    const grove::pid me = grove::self();
+    grove::run_blocking([me] {  // ends once its caller is parked: its end is what wakes it
+      grove_test::wait_until([me] {
+        auto s = grove::process_summary_of(me);
+        return s && s->status == grove::process_status::waiting;
+      });
+    });
+    grove::send(self, reply{});
+  });
+  grove::pid ticked = grove::spawn([self] {
+    grove::receive([](ping) {});
+    grove::send(self, reply{});
+  });
+  grove::pid counter = grove::spawn([self] {
+    grove::receive([](go) {});
+    for (int i = 0; i < 3; ++i) grove::receive([](request) {});
+    grove::send(self, reply{});
+  });
+  for (int i = 0; i < 3; ++i) grove::send(counter, request{self});
+  grove::send(counter, go{});
+  grove::receive([](go) {});  // the reader is about to wait: the byte may come before its wait, or after
+  // The waiter parked in receive before our message, or our message came first and there is no
+  // wake to record: wait until it is seen waiting (introspection, never asking it).
+  REQUIRE(grove_test::wait_until([&] {
+    auto s = grove::process_summary_of(waiter);
+    auto r = grove::process_summary_of(reader);
+    auto t = grove::process_summary_of(ticked);
+    return s && s->status == grove::process_status::waiting && r && r->status == grove::process_status::waiting && t &&
+           t->status == grove::process_status::waiting;
+  }));
+  grove::send_after(ticked, ping{}, 1ms);
+  grove::send(waiter, go{});
+  REQUIRE(::write(fds[1], "x", 1) == 1);
+  for (int i = 0; i < 6; ++i) REQUIRE(grove::receive([](reply) { return true; }, grove::after(patience, [] { return false; })));
+  REQUIRE(grove::receive([](timed_out) { return true; }, grove::after(patience, [] { return false; })));
+  const auto events = trace::snapshot();
+  trace::stop();
+  ::close(fds[0]);
+  ::close(fds[1]);
+
+  const auto wakes = of_kind(events, trace::event_kind::wake);
+  auto woken = [&](grove::pid p, trace::wake_cause c) {
+    return std::find_if(wakes.begin(), wakes.end(), [&](const trace::event& e) { return e.process == p && e.cause == c; });
+  };
+  auto w = woken(waiter, trace::wake_cause::message);
+  REQUIRE(w != wakes.end());
+  CHECK(w->other == self);  // by whom
+  w = woken(sleeper, trace::wake_cause::timeout);
+  REQUIRE(w != wakes.end());
+  CHECK(w->other.is_null());  // a timer wakes it, no process
+  CHECK(woken(reader, trace::wake_cause::io) != wakes.end());
+  CHECK(woken(blocker, trace::wake_cause::blocking_call) != wakes.end());
+  // The timer's message: fired for ticked, with its type, paired with ticked's receive of it.
+  const auto fires = of_kind(events, trace::event_kind::timer_fire);
+  auto fire = std::find_if(fires.begin(), fires.end(), [&](const trace::event& e) { return e.process == ticked; });
+  REQUIRE(fire != fires.end());
+  CHECK(type_is(*fire, "ping"));
+  REQUIRE(fire->message_id != 0);
+  const auto receives = of_kind(events, trace::event_kind::receive);
+  auto got = std::find_if(receives.begin(), receives.end(), [&](const trace::event& e) { return e.message_id == fire->message_id; });
+  REQUIRE(got != receives.end());
+  CHECK(got->process == ticked);
+  CHECK(got->time_ns >= fire->time_ns);
+  CHECK(woken(ticked, trace::wake_cause::message) != wakes.end());
+  // The IO wait names its fd and direction.
+  const auto io_waits = of_kind(events, trace::event_kind::io_wait);
+  auto iw = std::find_if(io_waits.begin(), io_waits.end(), [&](const trace::event& e) { return e.process == reader; });
+  REQUIRE(iw != io_waits.end());
+  CHECK(iw->count == static_cast<std::uint32_t>(read_end));
+  CHECK(iw->detail == "readable");
+  // counter took in the three requests before its go: the go passed over them and left them
+  // queued, then each request left one fewer.
+  std::vector<std::uint32_t> queued;
+  for (const auto& e : receives)
+    if (e.process == counter) queued.push_back(e.queued);
+  CHECK(queued == std::vector<std::uint32_t>{3, 2, 1, 0});
+  CHECK(std::none_of(wakes.begin(), wakes.end(), [](const trace::event& e) { return e.process.is_null(); }));
+
+  char path[] = "/tmp/grove-trace-XXXXXX";
+  const int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  REQUIRE(trace::write_perfetto(path));
+  const std::string text = grove_test::protoc_decode_raw_file(path);
+  ::unlink(path);
+  CHECK(text.find(fmt::format("\"woken by {} (message)\"", self)) != std::string::npos);
+  CHECK(text.find("\"woken (timeout)\"") != std::string::npos);
+  CHECK(text.find("\"woken (io)\"") != std::string::npos);
+  CHECK(text.find(fmt::format("\"io wait: fd {} readable\"", read_end)) != std::string::npos);
+  CHECK(text.find("\"timer fired: ") != std::string::npos);
+  CHECK(text.find(fmt::format("\"mailbox {}\"", counter)) != std::string::npos);  // its counter track
 }
 
 TEST_CASE("tracing without a runtime is refused") {

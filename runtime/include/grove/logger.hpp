@@ -52,6 +52,14 @@ enum class log_kind {
 const char* to_string(log_kind kind) noexcept;
 const char* to_string(log_level level) noexcept;
 
+// A message a process took, as the tracer recorded it (log_event::last_messages).
+struct received_message {
+  std::string type;            // the C++ type, demangled
+  grove::pid from;             // its sender; null if not recorded (a thread, a send_after timer, or the
+                               // send is older than what the tracer still holds)
+  std::uint64_t time_ns = 0;   // when it was taken (CLOCK_MONOTONIC)
+};
+
 struct log_event {
   log_event() = default;
   log_event(log_level l, log_kind k, grove::pid p, std::string n, exit_reason r, std::string t)
@@ -73,6 +81,10 @@ struct log_event {
   // with runtime_config::crash_reports == unobserved, which reports only crashes nobody hears of).
   std::vector<grove::pid> links;
   std::vector<grove::pid> monitored_by;
+  // crash_report, while the tracer records this process's receives (grove/trace.hpp: the receive
+  // kind, for all or by its trace_process flags): the last messages it took, oldest first, at most
+  // 8, found among the newest 4,096 events of each worker's ring. Empty when not traced.
+  std::vector<received_message> last_messages;
 };
 
 using logger = std::function<void(const log_event&)>;

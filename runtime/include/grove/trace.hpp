@@ -18,8 +18,9 @@
 //
 // What the trace shows: one track per worker (a slice per process run, named by pid and registered
 // name; a counter of its run-queue length), and one per process (its runs, its waits and why, an
-// instant for each send, receive, receive timeout, spawn, exit, link, monitor, down, exit signal and
-// annotation), with a flow arrow from each send to the receive that took the message. A call that
+// instant for each send, receive, receive timeout, spawn, exit, link, monitor, down, exit signal,
+// annotation, wake, timer fire and IO wait; a counter of its mailbox after each receive), with a
+// flow arrow from each send (or send_after timer) to the receive that took the message. A call that
 // timed out reads: the request's arrow into the server, the server's long run (or its queue behind
 // another), the caller's "receive timed out", then the late reply's arrow.
 //
@@ -30,10 +31,14 @@
 // receiver acts on them (what it did: ignored, trapped, exited); steals between workers; and
 // annotations (annotate()), which supervisors and pools write for their reports.
 //
+// Crash reports: while a process's receives are recorded, its crash report names the last messages
+// it took (grove/logger.hpp, log_event::last_messages).
+//
 // Per process: trace_process(pid, flags) records one process's events (and, with set_on_spawn,
 // its descendants'), as erlang:trace/3 does, while start's kinds select for all.
 //
-// Not recorded (yet): IO readiness, timer fires of send_after.
+// Also: wakes (who or what made a process runnable: a message and its sender, a signal, a timeout,
+// an fd's readiness, a blocking call's end), send_after timers as they fire, and IO waits (the fd).
 #pragma once
 
 #include <cstddef>
@@ -75,10 +80,16 @@ enum class event_kind : std::uint8_t {
                     // the worker they came from; worker: the thief
   annotation,       // process: the caller (null from a thread that is not a process); detail: the text
                     // given to annotate() (supervisors and pools write theirs: grove/trace.hpp's end)
+  wake,             // process: the woken one, as it becomes runnable; other: the waker (null: a timer,
+                    // the poller, a blocking thread or another thread); cause: what woke it
+  timer_fire,       // process: the target of a send_after timer, as its message is delivered;
+                    // message_type; message_id: the same as the receive that took it
+  io_wait,          // process: the one that asks to wait for an fd; count: the fd; outcome: none;
+                    // detail: "readable" or "writable" (its end is the wake, cause io)
 };
 
 inline constexpr std::uint32_t bit(event_kind k) noexcept { return 1u << static_cast<unsigned>(k); }
-inline constexpr std::uint32_t all_events = 0x7FFF;
+inline constexpr std::uint32_t all_events = 0x3FFFF;
 
 // What a link, a monitor or an exit signal came to.
 enum class signal_outcome : std::uint8_t {
@@ -89,9 +100,19 @@ enum class signal_outcome : std::uint8_t {
   exits,    // exit_signal: the receiver exits with the reason (killed for a direct kill)
 };
 
-// Their names as written above ("exit_signal", "trapped"); also through fmt ("{}").
+// What made a process runnable (event_kind::wake).
+enum class wake_cause : std::uint8_t {
+  message,        // a message joined its mailbox (also a send_after timer's)
+  signal,         // a signal: an exit signal, a down, a link or monitor request, a process_info
+  timeout,        // its receive, sleep or IO wait timed out
+  io,             // the fd it waits for is ready
+  blocking_call,  // its run_blocking call returned
+};
+
+// Their names as written above ("exit_signal", "trapped", "timeout"); also through fmt ("{}").
 const char* to_string(event_kind k) noexcept;
 const char* to_string(signal_outcome o) noexcept;
+const char* to_string(wake_cause c) noexcept;
 
 struct options {
   std::size_t events_per_worker = 65536;  // ring size per worker (rounded up to a power of two, >= 64)
@@ -118,10 +139,11 @@ bool is_recording() noexcept;
 // what options::kinds records for all. Flags name groups of event kinds, as Erlang's do:
 namespace process_flags {
 inline constexpr std::uint8_t send = 1 << 0;          // send: messages it sends
-inline constexpr std::uint8_t receive = 1 << 1;       // receive, receive_timeout: what it receives
+inline constexpr std::uint8_t receive = 1 << 1;       // receive, receive_timeout, timer_fire: what it receives
 inline constexpr std::uint8_t procs = 1 << 2;         // spawn, exit, link, unlink, monitor, demonitor,
                                                       // down, exit_signal (Erlang's procs)
-inline constexpr std::uint8_t running = 1 << 3;       // run_begin, run_end, steal (Erlang's running)
+inline constexpr std::uint8_t running = 1 << 3;       // run_begin, run_end, steal, wake, io_wait (Erlang's
+                                                      // running)
 inline constexpr std::uint8_t annotations = 1 << 4;   // its annotate() calls
 inline constexpr std::uint8_t all = 0x1F;
 inline constexpr std::uint8_t set_on_spawn = 1 << 5;  // the processes it spawns from now on get the same
@@ -145,11 +167,15 @@ struct event {
   std::uint64_t message_id = 0;       // send, receive: the same non-zero id for a send and the receive
                                       // that took its message (0: the other end is not in the rings)
   std::uint32_t count = 0;            // receive: messages passed over; run_begin: run-queue length;
-                                      // steal: processes taken; exit_signal: 1 through a link
+                                      // steal: processes taken; exit_signal: 1 through a link; io_wait:
+                                      // the fd
+  std::uint32_t queued = 0;           // receive: messages still in its mailbox after it (those it has
+                                      // taken in: grove/introspection.hpp's mailbox_length)
   std::string detail;                 // exit, down, exit_signal: the reason; run_end: why it stopped;
                                       // annotation: its text
   signal_outcome outcome = signal_outcome::none;  // link, monitor, exit_signal
   int from_worker = -1;               // steal: the victim
+  wake_cause cause = wake_cause::message;  // wake
 };
 
 // Records an annotation event with this text on the calling process's track (Go's trace.Log): what
@@ -177,5 +203,7 @@ template <>
 struct fmt::formatter<grove::trace::event_kind> : grove::detail::named_formatter<grove::trace::event_kind> {};
 template <>
 struct fmt::formatter<grove::trace::signal_outcome> : grove::detail::named_formatter<grove::trace::signal_outcome> {};
+template <>
+struct fmt::formatter<grove::trace::wake_cause> : grove::detail::named_formatter<grove::trace::wake_cause> {};
 
 GROVE_PUBLIC_END
