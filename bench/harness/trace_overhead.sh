@@ -3,9 +3,13 @@
 # (grove/trace.hpp), side by side in one run, alternating, medians of `runs`:
 #   off:      the build's ring and ping_pong, tracing compiled in and switched off;
 #   on:       the same binaries with GROVE_TRACE (every event kind; the flight recorder's 65,536
-#             events per worker);
+#             events per worker), stamped with the trace clock the runtime chose (the TSC where
+#             the kernel's clocksource is the TSC: runtime/src/tracer.cpp, "Timestamps");
+#   on, monotonic: the same with GROVE_TRACE_CLOCK=monotonic (clock_gettime for every event);
 #   baseline: (optional) the same programs from a build without the recording sites, for the cost
 #             of "compiled in and off".
+# And spawn (200,000 processes that each sleep: spawn, run begin and end, wake, per process), whose
+# figure is seconds: for it the percentage is the time added.
 # Also events recorded per second on one worker: a 1-worker ring's traced hops/s times its events
 # per hop (counted from a run whose buffer keeps every event: the count the runtime logs).
 set -euo pipefail
@@ -14,23 +18,28 @@ base=${2:-}
 runs=${3:-5}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-rate() { grep -o '"value":[0-9.e+]*' | head -1 | cut -d: -f2; }
+rate() { grep -o '"value":[0-9.e+-]*' | head -1 | cut -d: -f2; }
+args() { [[ $1 == spawn ]] && echo "--n 200000 --threads 2" || echo "--threads 2"; }
 declare -A all
 for ((i = 0; i < runs; i++)); do
-  for w in ring ping_pong; do
-    all[$w.off]+=" $("$build/bench/grove/$w" --threads 2 | rate)"
-    all[$w.on]+=" $(GROVE_TRACE=$out/t.pftrace "$build/bench/grove/$w" --threads 2 2>/dev/null | rate)"
-    [[ -n $base ]] && all[$w.baseline]+=" $("$base/bench/grove/$w" --threads 2 | rate)"
+  for w in ring ping_pong spawn; do
+    all[$w.off]+=" $("$build/bench/grove/$w" $(args $w) | rate)"
+    all[$w.on]+=" $(GROVE_TRACE=$out/t.pftrace "$build/bench/grove/$w" $(args $w) 2>/dev/null | rate)"
+    all[$w.mono]+=" $(GROVE_TRACE_CLOCK=monotonic GROVE_TRACE=$out/t.pftrace "$build/bench/grove/$w" $(args $w) 2>/dev/null | rate)"
+    [[ -n $base ]] && all[$w.baseline]+=" $("$base/bench/grove/$w" $(args $w) | rate)"
   done
 done
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-for w in ring ping_pong; do
+show() { [[ $1 == spawn ]] && printf '%.3gs' "$2" || printf '%.3gM/s' "$(bc -l <<<"$2/1000000")"; }
+for w in ring ping_pong spawn; do
   off=$(median <<<"${all[$w.off]}")
   on=$(median <<<"${all[$w.on]}")
-  line=$(printf '%-10s off %.3gM/s  on %.3gM/s (%.1f%%)' "$w" "$(bc -l <<<"$off/1000000")" "$(bc -l <<<"$on/1000000")" "$(bc -l <<<"($on/$off-1)*100")")
+  mono=$(median <<<"${all[$w.mono]}")
+  line=$(printf '%-10s off %s  on %s (%+.1f%%)  on, monotonic %s (%+.1f%%)' "$w" "$(show $w "$off")" \
+    "$(show $w "$on")" "$(bc -l <<<"($on/$off-1)*100")" "$(show $w "$mono")" "$(bc -l <<<"($mono/$off-1)*100")")
   if [[ -n $base ]]; then
     b=$(median <<<"${all[$w.baseline]}")
-    line+=$(printf '  baseline %.3gM/s (off vs baseline %.1f%%)' "$(bc -l <<<"$b/1000000")" "$(bc -l <<<"($off/$b-1)*100")")
+    line+=$(printf '  baseline %s (off vs baseline %+.1f%%)' "$(show $w "$b")" "$(bc -l <<<"($off/$b-1)*100")")
   fi
   echo "$line"
 done

@@ -11,7 +11,7 @@
 // first one a steal takes. record() runs on the recording thread: a worker writes its own ring
 // (worker::trace_out) with no lock and no RMW; any other thread (a foreign sender, a scoped
 // process, a blocking thread) writes the one shared ring under foreign_lock. An event is six words:
-//   w[0] time (now_ns, CLOCK_MONOTONIC)
+//   w[0] time (the trace clock's ticks: "Timestamps" below)
 //   w[1] kind | arg << 8 | worker << 16 (0xFFFF: not a worker) | x << 32
 //   w[2..5] a, b, c, d, per kind:
 //     spawn            a parent, b child
@@ -55,11 +55,22 @@
 // Rejected: doing the dump in the handler (it allocates and takes locks); signalfd (it needs the
 // signal blocked in every thread of the host, which is the host's to decide).
 //
+// ## Timestamps
+// Where the kernel's own clocksource is the TSC (it then vouches that the TSC is invariant and the
+// same on every CPU: it switches away from it otherwise) and the CPU says constant_tsc and
+// nonstop_tsc, events are stamped with rdtsc (12-17 ns a read on the reference VM against 31-39 ns
+// for CLOCK_MONOTONIC through the vDSO: `build/release/bench/grove/clock_probe`).
+// Ticks become CLOCK_MONOTONIC nanoseconds when the rings are read, on the line through two (ticks,
+// ns) samples, one taken at the first start and one at the read, each the tightest of five
+// rdtsc/clock/rdtsc triples (Go's tracer stamps with cputicks the same way). A read at least 2 ms
+// after the first sample (it waits out the rest otherwise) puts the line's error at a few
+// nanoseconds a millisecond; NTP's slewing of CLOCK_MONOTONIC (<= 500 ppm) bounds it over hours.
+// Elsewhere, or with GROVE_TRACE_CLOCK=monotonic, events are stamped with now_ns().
+//
 // ## Cost (bench/RESULTS.md, "Tracing": bench/harness/trace_overhead.sh)
-// Off: +11 instructions a ring hop, within noise on the wall clock. On: ~32 ns an event, two thirds
-// of it the clock read (clock_gettime via the vDSO, 22-30 ns on the reference VM); ring and
-// ping_pong, at four events a hop, run at half speed. Not tried yet: rdtsc timestamps (15 ns here)
-// mapped to CLOCK_MONOTONIC when read.
+// Off: a relaxed load and a branch a site, within noise on the wall clock. On: five events a ring
+// hop (send, wake, receive, run end, run begin), ~25 ns each with the TSC, ~37 ns with
+// clock_gettime: ring -35% and -44%.
 //
 // ## Rejected
 // A lock per ring (a worker would take it for every event); one shared MPSC queue (an RMW per
@@ -72,12 +83,17 @@
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
 #include <array>
 #include <bit>
 #include <cstdlib>
+#include <fstream>
+#include <string_view>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -100,6 +116,98 @@ constexpr std::uint16_t foreign_worker = 0xFFFF;
 constexpr std::size_t min_events = 64;
 constexpr std::size_t max_events = std::size_t{1} << 22;  // 192 MiB of ring per worker: far past any use
 constexpr std::size_t max_texts = 65536;                  // exit reasons' texts kept per runtime
+
+// The trace clock (file comment, "Timestamps").
+struct clock_sample {
+  std::uint64_t ticks = 0, ns = 0;
+};
+
+struct trace_clock {
+  bool tsc = false;
+  clock_sample first{};
+};
+
+#if defined(__x86_64__)
+clock_sample sample_clocks() noexcept {
+  clock_sample best;
+  std::uint64_t window = ~std::uint64_t{0};
+  for (int i = 0; i < 5; ++i) {
+    const std::uint64_t t0 = __rdtsc();
+    const std::uint64_t ns = now_ns();
+    const std::uint64_t t1 = __rdtsc();
+    if (t1 - t0 < window) {
+      window = t1 - t0;
+      best = {t0 + (t1 - t0) / 2, ns};
+    }
+  }
+  return best;
+}
+
+bool tsc_is_the_kernels_clock() noexcept {
+  try {
+    std::ifstream source("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+    std::string name;
+    if (!(source >> name) || name != "tsc") return false;
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    for (std::string line; std::getline(cpuinfo, line);) {
+      if (line.rfind("flags", 0) != 0) continue;
+      const std::string flags = line + " ";
+      return flags.find(" constant_tsc ") != std::string::npos && flags.find(" nonstop_tsc ") != std::string::npos;
+    }
+  } catch (...) {
+  }
+  return false;
+}
+#endif
+
+// Chosen once, at the first start (before any event is recorded); a function-local static: every
+// later call is one load and a branch.
+const trace_clock& the_trace_clock() noexcept {
+  static const trace_clock clock = [] {
+    trace_clock c;
+#if defined(__x86_64__)
+    const char* forced = std::getenv("GROVE_TRACE_CLOCK");
+    if (!(forced && std::string_view(forced) == "monotonic") && tsc_is_the_kernels_clock()) {
+      c.tsc = true;
+      c.first = sample_clocks();
+    }
+#endif
+    return c;
+  }();
+  return clock;
+}
+
+std::uint64_t trace_timestamp() noexcept {
+#if defined(__x86_64__)
+  if (the_trace_clock().tsc) return __rdtsc();
+#endif
+  return now_ns();
+}
+
+// Maps recorded timestamps to CLOCK_MONOTONIC nanoseconds (the identity without the TSC).
+struct timestamp_converter {
+  timestamp_converter() noexcept {
+    const trace_clock& c = the_trace_clock();
+    if (!c.tsc) return;
+#if defined(__x86_64__)
+    constexpr std::uint64_t min_span_ns = 2'000'000;
+    while (now_ns() < c.first.ns + min_span_ns) {
+    }
+    const clock_sample now = sample_clocks();
+    tsc = true;
+    first = c.first;
+    ns_per_tick = static_cast<double>(now.ns - first.ns) / static_cast<double>(now.ticks - first.ticks);
+#endif
+  }
+  std::uint64_t operator()(std::uint64_t t) const noexcept {
+    if (!tsc) return t;
+    const double delta = static_cast<double>(static_cast<std::int64_t>(t - first.ticks)) * ns_per_tick;
+    return first.ns + static_cast<std::uint64_t>(static_cast<std::int64_t>(delta));
+  }
+  bool tsc = false;
+  clock_sample first{};
+  double ns_per_tick = 1.0;
+};
 
 std::size_t ring_capacity(std::size_t requested) {
   return std::bit_ceil(std::clamp(requested, min_events, max_events));
@@ -264,7 +372,7 @@ void record(event_kind k, std::uint8_t arg, std::uint32_t x, std::uint64_t a, st
             std::uint64_t d) noexcept {
   worker* w = this_worker();
   const std::uint16_t widx = w ? static_cast<std::uint16_t>(w->index) : foreign_worker;
-  const std::uint64_t words[6] = {now_ns(),
+  const std::uint64_t words[6] = {trace_timestamp(),
                                   static_cast<std::uint64_t>(k) | std::uint64_t{arg} << 8 | std::uint64_t{widx} << 16 |
                                       std::uint64_t{x} << 32,
                                   a, b, c, d};
@@ -328,6 +436,7 @@ std::vector<raw_event> copy_rings(tracer& t, std::uint64_t newest = ~std::uint64
 
 // The events, ordered by time, message ids paired.
 std::vector<trace::event> decode(tracer& t, std::vector<raw_event>& raw) {
+  const timestamp_converter to_ns;
   // Sends (and timer fires) before receives at equal times: a receive never precedes its send.
   auto sends = [](const std::array<std::uint64_t, 6>& e) {
     const auto k = static_cast<event_kind>(e[1] & 0xFF);
@@ -355,7 +464,7 @@ std::vector<trace::event> decode(tracer& t, std::vector<raw_event>& raw) {
     const unsigned arg = static_cast<unsigned>((r[1] >> 8) & 0xFF);
     const auto widx = static_cast<std::uint16_t>((r[1] >> 16) & 0xFFFF);
     const auto x = static_cast<std::uint32_t>(r[1] >> 32);
-    e.time_ns = r[0];
+    e.time_ns = to_ns(r[0]);
     e.worker = widx == foreign_worker ? -1 : widx;
     e.process = pid::from_bits(r[2]);
     auto reason_text = [&](std::uint64_t id) {  // the text is the reason in full (exit_reason::to_string)
@@ -531,6 +640,7 @@ std::error_code start(const options& o) {
       }
     }
   }
+  (void)the_trace_clock();  // chosen before the first event
   std::lock_guard<std::mutex> g(t.lock);
   trace_mask.store(0, std::memory_order_relaxed);  // a switch: writers that still see it on write old rings
   trace_all_kinds.store(0, std::memory_order_relaxed);

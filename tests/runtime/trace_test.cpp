@@ -675,6 +675,34 @@ TEST_CASE("wakes say who or what made a process runnable; send_after's fire pair
   CHECK(text.find(fmt::format("\"mailbox {}\"", counter)) != std::string::npos);  // its counter track
 }
 
+TEST_CASE("event times are CLOCK_MONOTONIC nanoseconds, whatever the trace clock (GROVE_TRACE_CLOCK)") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  REQUIRE(!trace::start({.kinds = trace::bit(trace::event_kind::annotation)}));
+  auto now = [] {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                          std::chrono::steady_clock::now().time_since_epoch())
+                                          .count());
+  };
+  const std::uint64_t before_first = now();
+  trace::annotate("first");
+  const std::uint64_t after_first = now();
+  std::this_thread::sleep_for(30ms);  // the quantity measured, not a synchronisation
+  const std::uint64_t before_second = now();
+  trace::annotate("second");
+  const std::uint64_t after_second = now();
+  const auto marks = of_kind(trace::snapshot(), trace::event_kind::annotation);
+  trace::stop();
+  REQUIRE(marks.size() == 2);
+  // Between the clock reads around each, give or take 1 ms (ticks left unconverted, or converted
+  // at the wrong rate, are off by far more: the TSC runs at GHz, and 30 ms apart).
+  constexpr std::uint64_t slack = 1'000'000;
+  CHECK(marks[0].time_ns + slack >= before_first);
+  CHECK(marks[0].time_ns <= after_first + slack);
+  CHECK(marks[1].time_ns + slack >= before_second);
+  CHECK(marks[1].time_ns <= after_second + slack);
+}
+
 TEST_CASE("tracing without a runtime is refused") {
   CHECK(trace::start() == grove::errc::not_running);
   CHECK(trace::snapshot().empty());
