@@ -260,6 +260,50 @@ std::vector<process_summary> top_processes(std::size_t n, process_order by) {
   return heap;
 }
 
+reductions_window::reductions_window() : taken_(std::chrono::steady_clock::now()) {
+  runtime_state* rt = current_runtime();
+  if (!rt) return;
+  rt->table.visit_live([&](process* q) {
+    previous_.emplace_back(q->id().bits(), q->reductions.load(std::memory_order_relaxed));  // relaxed: published counter
+  });
+  std::sort(previous_.begin(), previous_.end());
+}
+
+std::vector<process_activity> reductions_window::top(std::size_t n) {
+  std::vector<process_activity> heap;  // a min-heap of the n busiest so far
+  runtime_state* rt = current_runtime();
+  const auto now = std::chrono::steady_clock::now();
+  last_interval_ = std::chrono::duration_cast<std::chrono::nanoseconds>(now - taken_);
+  taken_ = now;
+  if (!rt) {
+    previous_.clear();
+    return heap;
+  }
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> current;
+  current.reserve(previous_.size() + 64);
+  auto busier = [](const process_activity& a, const process_activity& b) { return a.reductions > b.reductions; };
+  rt->table.visit_live([&](process* q) {
+    process_summary s = summary_of(q);
+    const std::uint64_t bits = s.pid.bits();
+    current.emplace_back(bits, s.reductions);
+    auto it = std::lower_bound(previous_.begin(), previous_.end(), std::make_pair(bits, std::uint64_t{0}));
+    const std::uint64_t before = it != previous_.end() && it->first == bits && it->second <= s.reductions ? it->second : 0;
+    const std::uint64_t delta = s.reductions - before;
+    if (n == 0 || (heap.size() == n && delta <= heap.front().reductions)) return;
+    heap.push_back({std::move(s), delta});
+    std::push_heap(heap.begin(), heap.end(), busier);
+    if (heap.size() > n) {
+      std::pop_heap(heap.begin(), heap.end(), busier);
+      heap.pop_back();
+    }
+  });
+  std::sort(current.begin(), current.end());
+  previous_ = std::move(current);
+  std::sort_heap(heap.begin(), heap.end(), busier);
+  for (process_activity& a : heap) a.process.registered_name = rt->names.name_of(a.process.pid);
+  return heap;
+}
+
 namespace {
 // What process_info says of a process that did not answer in time: what it publishes, if alive.
 std::optional<process_details> unanswered(pid target) {

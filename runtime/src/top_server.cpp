@@ -4,12 +4,15 @@
 // a Unix-domain socket (mode 0600: the owner only) and answers from a thread of its own, so the
 // answer comes even when every worker is held by a process that never yields. Each connection
 // sends one line and gets one answer, then is closed:
-//   "snapshot <n> <mailbox|reductions|stack>\n"
-// answered with tab-separated lines, ending with "end":
+//   "snapshot <n> <mailbox|reductions|stack|recent>\n"
+// (recent: by reductions since the previous "recent" snapshot of any client, etop's view: the
+// server keeps one grove::reductions_window) answered with tab-separated lines, ending with "end":
 //   system   <processes> <process limit> <spawned> <dead letters> <global queue>
 //   worker   <index> <run queue> <context switches> <steals> <parks> <timers fired>     (per worker)
 //   process  <pid> <status> <waiting on> <mailbox> <reductions> <stack bytes> <scoped 0|1> <name>
+//            [<reductions in the interval>: recent only]
 //            (the top n by the order; scoped: a scoped_process, a foreign thread's)
+//   interval <ms>                                     (recent only: the interval those cover)
 //   metric   <a sample line of the metrics page: grove_supervisor_* and grove_pool_* families>
 //   end
 // Everything comes from what processes and workers publish (system_info, top_processes, the
@@ -57,14 +60,20 @@ std::string clean(std::string s) {
   return s;
 }
 
-std::string answer(const std::string& command) {
+std::string process_line(const process_summary& p) {
+  return fmt::format("process\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}", p.pid, to_string(p.status), to_string(p.waiting_on),
+                     p.mailbox_length, p.reductions, p.stack_bytes, p.scoped ? 1 : 0, clean(p.registered_name));
+}
+
+std::string answer(const std::string& command, reductions_window& window) {
   unsigned n = 20;
   char order[16] = "reductions";
   if (std::sscanf(command.c_str(), "snapshot %u %15s", &n, order) < 1) return "error\tunknown command\nend\n";
   process_order by = process_order::reductions;
+  const bool recent = std::strcmp(order, "recent") == 0;
   if (std::strcmp(order, "mailbox") == 0) by = process_order::mailbox_length;
   else if (std::strcmp(order, "stack") == 0) by = process_order::stack_bytes;
-  else if (std::strcmp(order, "reductions") != 0) return "error\tunknown order\nend\n";
+  else if (std::strcmp(order, "reductions") != 0 && !recent) return "error\tunknown order\nend\n";
   std::string out;
   auto o = std::back_inserter(out);
   const system_details s = system_info();
@@ -75,9 +84,13 @@ std::string answer(const std::string& command) {
     fmt::format_to(o, "worker\t{}\t{}\t{}\t{}\t{}\t{}\n", i, w.run_queue_length, w.context_switches, w.steals, w.parks,
                    w.timers_fired);
   }
-  for (const process_summary& p : top_processes(std::min(n, 1000u), by))
-    fmt::format_to(o, "process\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", p.pid, to_string(p.status), to_string(p.waiting_on),
-                   p.mailbox_length, p.reductions, p.stack_bytes, p.scoped ? 1 : 0, clean(p.registered_name));
+  if (recent) {
+    for (const process_activity& a : window.top(std::min(n, 1000u)))
+      fmt::format_to(o, "{}\t{}\n", process_line(a.process), a.reductions);
+    fmt::format_to(o, "interval\t{}\n", std::chrono::duration_cast<std::chrono::milliseconds>(window.last_interval()).count());
+  } else {
+    for (const process_summary& p : top_processes(std::min(n, 1000u), by)) fmt::format_to(o, "{}\n", process_line(p));
+  }
   // Named supervisors' and pools' samples, from the collectors they put on the metrics page (they
   // read only atomics: no worker is needed).
   const std::string page = metrics::prometheus_text();
@@ -100,7 +113,7 @@ bool wait_for(int fd, short events, int stop_fd) {
 }
 
 // One client: a line in, the answer out. Never blocks the thread for long, nor a stop at all.
-void serve_client(int fd, int stop_fd) {
+void serve_client(int fd, int stop_fd, reductions_window& window) {
   std::string line;
   char buf[128];
   while (line.find('\n') == std::string::npos && line.size() <= max_command_bytes) {
@@ -112,7 +125,7 @@ void serve_client(int fd, int stop_fd) {
   if (line.size() > max_command_bytes) return;
   std::string reply;
   try {
-    reply = answer(line.substr(0, line.find('\n')));
+    reply = answer(line.substr(0, line.find('\n')), window);
   } catch (...) {
     reply = "error\tthe runtime could not answer\nend\n";
   }
@@ -190,6 +203,7 @@ top_server::~top_server() {
 }
 
 void top_server::serve() {
+  reductions_window window;  // "recent" snapshots: from the server's start, then from the previous one
   for (;;) {
     pollfd p[2] = {{listen_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
     if (::poll(p, 2, -1) < 0) {
@@ -205,7 +219,7 @@ void top_server::serve() {
       if (::poll(&s, 1, 100) > 0) return;
       continue;
     }
-    serve_client(c, stop_fd_);
+    serve_client(c, stop_fd_, window);
     ::close(c);
   }
 }

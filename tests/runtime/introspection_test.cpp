@@ -421,3 +421,59 @@ TEST_CASE("system_info counts the reductions of the processes workers ran, a pro
   grove::exit(echo, grove::exit_reason::kill());
   REQUIRE(grove_test::wait_until([&] { return !grove::is_alive(busy) && !grove::is_alive(echo); }));
 }
+
+TEST_CASE("a reductions_window ranks processes by what they did in its last interval, not over their lives") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  struct work {
+    int sends;
+  };
+  // Each worker sends `sends` dead letters when asked, says so, and waits again.
+  auto worker = [self] {
+    for (;;) {
+      const int n = grove::receive([](work w) { return w.sends; });
+      if (n < 0) return;
+      for (int i = 0; i < n; ++i) grove::send(grove::pid(), i);
+      grove::send(self, go{});
+    }
+  };
+  const grove::pid veteran = grove::spawn(worker);
+  grove::send(veteran, work{20'000});
+  grove::receive([](go) {});  // the veteran has done its 20,000 sends: its counter says so
+
+  grove::reductions_window window;
+  const grove::pid newcomer = grove::spawn(worker);  // unseen by the window: all its reductions count
+  grove::send(newcomer, work{2'000});
+  grove::receive([](go) {});
+  auto top = window.top(2);
+  REQUIRE(top.size() == 2);
+  CHECK(top[0].process.pid == newcomer);
+  CHECK(top[0].reductions >= 2'000);
+  CHECK(top[1].reductions < 2'000);  // the veteran did only its wait, or another process leads it
+  CHECK(window.last_interval() > std::chrono::nanoseconds(0));
+  // Over lives, the veteran leads.
+  auto lifetime = grove::top_processes(1, grove::process_order::reductions);
+  REQUIRE(lifetime.size() == 1);
+  CHECK(lifetime[0].pid == veteran);
+
+  // The next interval: the veteran busy again, the newcomer idle; each counts only the new work.
+  grove::send(veteran, work{5'000});
+  grove::receive([](go) {});
+  top = window.top(3);
+  REQUIRE(top.size() == 3);
+  CHECK(top[0].process.pid == veteran);
+  CHECK(top[0].reductions >= 5'000);
+  CHECK(top[0].reductions < 20'000);  // the interval's, not the life's
+  CHECK(top[0].process.reductions >= 25'000);
+  for (const auto& a : top)
+    if (a.process.pid == newcomer) CHECK(a.reductions < 100);
+
+  // n = 0: nothing; a process gone since: not listed.
+  CHECK(window.top(0).empty());
+  const auto ref = grove::monitor(veteran);
+  grove::send(veteran, work{-1});
+  grove::receive([&](const grove::down& d) { return d.ref == ref; });
+  for (const auto& a : window.top(1000)) CHECK(a.process.pid != veteran);
+  grove::exit(newcomer, grove::exit_reason::kill());
+}

@@ -29,6 +29,27 @@ running=$(grep -E '^<[^ ]+ +running ' <<<"$out" | grep -vc '\[thread\]' || true)
 grep -qE '^orders +2 +[0-9]+$' <<<"$out" || fail "no supervisor row 'orders' with 2 restarts"
 grep -qE '^db +2 +1 +0 +1 +0 +0$' <<<"$out" || fail "no pool row 'db': 2 workers, 1 busy, 1 served"
 
+# The default order, recent: reductions over the runtime's own interval (the spinners never reach a
+# runtime call, so every row may show 0; the check is that the view and the protocol agree).
+out=$(python3 "$top" --socket "$sock" --once -n 5 --interval 0.3)
+grep -qE 'sorted by reductions in the last [0-9]+\.[0-9] s' <<<"$out" || fail "recent: no interval in the header: $(head -1 <<<"$out")"
+recent=$(grep -cE '^<[0-9]+\.[0-9]+\.[0-9]+>' <<<"$out" || true)
+[[ $recent -eq 5 ]] || fail "recent: $recent process rows, not 5"
+raw=$(python3 - "$sock" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1]); s.sendall(b"snapshot 3 recent\n")
+out = b""
+while not out.endswith(b"end\n"):
+    c = s.recv(4096)
+    if not c: break
+    out += c
+lines = out.decode().splitlines()
+print(sum(1 for l in lines if l.startswith("process\t") and len(l.split("\t")) == 10))
+print(sum(1 for l in lines if l.startswith("interval\t")))
+PY
+)
+[[ $raw == $'3\n1' ]] || fail "recent: the answer lacks interval reductions or the interval line: $raw"
+
 # A hostile client: an unknown command gets an error line; one over 256 bytes is dropped; the
 # socket goes on answering.
 reply=$(python3 - "$sock" <<'PY'

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <grove/exit_reason.hpp>
@@ -72,6 +73,31 @@ enum class process_order { mailbox_length, reductions, stack_bytes };
 // The `n` live processes with the largest `by` (recon's proc_count), from one pass over the
 // published summaries: nothing is stopped or asked. Ties in no particular order.
 std::vector<process_summary> top_processes(std::size_t n, process_order by);
+
+// A process and what it did in a window's last interval.
+struct process_activity {
+  process_summary process;
+  std::uint64_t reductions = 0;  // reductions since the window's previous pass (all of them for a
+                                 // process the window had not seen yet)
+};
+
+// The busiest processes *now* rather than over their lives (recon's proc_window, etop's view):
+// each top() is one pass over the published summaries, and ranks the processes by the reductions
+// they did since the previous top() (or since construction). Keeps one (pid, reductions) entry per
+// live process between passes (16 bytes each). Not thread-safe: one window per watcher.
+class reductions_window {
+ public:
+  reductions_window();
+  // The n processes with the most reductions in the interval that ends now, largest first.
+  std::vector<process_activity> top(std::size_t n);
+  // The length of that interval, as of the last top() (since construction for the first).
+  std::chrono::nanoseconds last_interval() const noexcept { return last_interval_; }
+
+ private:
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> previous_;  // (pid bits, reductions), sorted by pid
+  std::chrono::steady_clock::time_point taken_;
+  std::chrono::nanoseconds last_interval_{0};
+};
 
 struct message_type_count {
   std::string type;  // the C++ type, demangled ("std::__cxx11::basic_string<char, ...>" for std::string)
