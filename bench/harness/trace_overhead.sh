@@ -10,6 +10,9 @@
 #             of "compiled in and off".
 # And spawn (200,000 processes that each sleep: spawn, run begin and end, wake, per process), whose
 # figure is seconds: for it the percentage is the time added.
+# And, where `go` is installed, Go's ring and ping_pong peers (bench/peers/go) off and under Go's
+# execution tracer (GO_PEER_TRACE: runtime/trace), in the same loop: the peer's tracer on the same
+# workloads (Debian 12's Go is 1.19, before Go 1.21's cheaper tracer).
 # Also events recorded per second on one worker: a 1-worker ring's traced hops/s times its events
 # per hop (counted from a run whose buffer keeps every event: the count the runtime logs).
 set -euo pipefail
@@ -21,7 +24,16 @@ trap 'rm -rf "$out"' EXIT
 rate() { grep -o '"value":[0-9.e+-]*' | head -1 | cut -d: -f2; }
 args() { [[ $1 == spawn ]] && echo "--n 200000 --threads 2" || echo "--threads 2"; }
 declare -A all
+go_peers=()
+if command -v go >/dev/null; then
+  (cd "$(dirname "$0")/../peers/go" && go build -o "$out/go/" ./ring ./ping_pong) && go_peers=(ring ping_pong)
+fi
 for ((i = 0; i < runs; i++)); do
+  for w in "${go_peers[@]}"; do  # short runs: traced, Go 1.19 runs these at a tenth of its speed
+    n=$([[ $w == ring ]] && echo 2000000 || echo 200000)
+    all[$w.go]+=" $("$out/go/$w" --threads 2 --n $n | rate)"
+    all[$w.gotraced]+=" $(GO_PEER_TRACE=$out/go.trace "$out/go/$w" --threads 2 --n $n | rate)"
+  done
   for w in ring ping_pong spawn; do
     all[$w.off]+=" $("$build/bench/grove/$w" $(args $w) | rate)"
     all[$w.on]+=" $(GROVE_TRACE=$out/t.pftrace "$build/bench/grove/$w" $(args $w) 2>/dev/null | rate)"
@@ -42,6 +54,11 @@ for w in ring ping_pong spawn; do
     line+=$(printf '  baseline %s (off vs baseline %+.1f%%)' "$(show $w "$b")" "$(bc -l <<<"($off/$b-1)*100")")
   fi
   echo "$line"
+done
+for w in "${go_peers[@]}"; do
+  off=$(median <<<"${all[$w.go]}")
+  on=$(median <<<"${all[$w.gotraced]}")
+  printf '%-10s go: off %s  traced %s (%+.1f%%)\n' "$w" "$(show $w "$off")" "$(show $w "$on")" "$(bc -l <<<"($on/$off-1)*100")"
 done
 # Events per hop (every event kept), then events recorded per second on one worker (the flight
 # recorder's default ring): hops/s traced x events per hop.

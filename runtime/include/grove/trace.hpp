@@ -8,8 +8,8 @@
 // Or without touching the program: GROVE_TRACE=<file> starts tracing when the runtime starts and
 // writes the file when it stops (GROVE_TRACE_BUFFER=<events per worker> sizes the rings).
 //
-// Each worker records into a ring of its own (no lock, no allocation; ~25 ns an event stamped with the
-// TSC, 15 M events/s on a worker; bench/RESULTS.md, "Tracing", with the command), and
+// Each worker records into a ring of its own (no lock, no allocation; 25-29 ns an event stamped with the
+// TSC, 15-18 M events/s on a worker; bench/RESULTS.md, "Tracing", with the command), and
 // threads that are not workers into one shared ring: a **flight recorder** that always holds the
 // newest events_per_worker events of each worker, older ones overwritten. write_perfetto and
 // snapshot read the rings while recording goes on, without stopping anyone; an event being

@@ -1,6 +1,8 @@
 // Package peer holds what every Go peer benchmark shares (see bench/README.md, "Output protocol"):
 // flag parsing with --threads (GOMAXPROCS, default 2), RESULT lines on stdout, failed checks
-// (exit status 1), VmRSS and CPU time of the process.
+// (exit status 1), VmRSS and CPU time of the process. GO_PEER_TRACE=<file> runs the program under
+// Go's execution tracer (runtime/trace), stopped at the first RESULT line (the measured part is
+// over by then): bench/harness/trace_overhead.sh compares its cost with Grove's tracer.
 package peer
 
 import (
@@ -10,6 +12,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"runtime/trace"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,6 +25,7 @@ type Bench struct {
 	Workload string
 	Threads  int
 	params   map[string]int64
+	tracing  *os.File // GO_PEER_TRACE's file while the tracer runs
 }
 
 // Start parses the flags declared with flag.Int64 etc. before it, plus --threads, and sets
@@ -39,12 +43,28 @@ func Start(workload string, params map[string]*int64) *Bench {
 		b.params[k] = *v
 	}
 	b.params["threads"] = int64(*threads)
+	if path := os.Getenv("GO_PEER_TRACE"); path != "" {
+		f, err := os.Create(path)
+		if err == nil {
+			err = trace.Start(f)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: GO_PEER_TRACE: %v\n", workload, err)
+			os.Exit(2)
+		}
+		b.tracing = f
+	}
 	return b
 }
 
 // Result prints one protocol line; extra holds keys beyond the parameters (nil for none), each an
 // int64 or a float64.
 func (b *Bench) Result(metric, unit string, value float64, extra map[string]any) {
+	if b.tracing != nil {
+		trace.Stop()
+		b.tracing.Close()
+		b.tracing = nil
+	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, `RESULT {"workload":%q,"impl":"go","metric":%q,"unit":%q,"value":%s`,
 		b.Workload, metric, unit, number(value))
