@@ -1,6 +1,8 @@
 // arena.cpp: see arena.hpp.
 #include "arena.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <exception>
 #include <new>
 
@@ -17,9 +19,7 @@
 
 namespace grove::internal {
 
-process_arena::process_arena(process* owner, std::size_t limit_bytes) : pool_(&upstream_) {
-  upstream_.owner = owner;
-  upstream_.limit = limit_bytes;
+process_arena::process_arena(process* owner, std::size_t limit_bytes) : upstream_(owner, limit_bytes), pool_(&upstream_) {
   count_up(resources().arenas);
 }
 
@@ -42,18 +42,27 @@ void* process_arena::counting_upstream::do_allocate(std::size_t bytes, std::size
   }
   void* p = ::operator new(bytes, std::align_val_t(align));
   held += bytes;
+  publish();
   return p;
 }
 
 void process_arena::counting_upstream::do_deallocate(void* p, std::size_t bytes, std::size_t align) {
   ::operator delete(p, std::align_val_t(align));  // unsized: clang 14 has sized deallocation off by default
   held -= bytes;
+  publish();
+}
+
+void process_arena::counting_upstream::publish() noexcept {
+  const std::size_t kib = (held + 1023) / 1024;
+  owner->arena_kib.store(static_cast<std::uint32_t>(std::min<std::size_t>(kib, UINT32_MAX)),
+                         std::memory_order_relaxed);  // a snapshot for introspection: orders nothing
 }
 
 void destroy_arena(process* p) noexcept {
   if (!p->extra || !p->extra->arena) return;
   delete p->extra->arena;
   p->extra->arena = nullptr;
+  p->arena_kib.store(0, std::memory_order_relaxed);  // as publish()
 }
 
 }  // namespace grove::internal

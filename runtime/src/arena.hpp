@@ -21,11 +21,13 @@ class process_arena final : public std::pmr::memory_resource {
 
  private:
   struct counting_upstream final : std::pmr::memory_resource {
-    process* owner = nullptr;
-    std::size_t limit = 0;  // 0: none
+    counting_upstream(process* o, std::size_t l) noexcept : owner(o), limit(l) {}  // before pool_ takes from it
+    process* owner;
+    std::size_t limit;      // 0: none
     std::size_t held = 0;   // bytes taken from the system
     void* do_allocate(std::size_t bytes, std::size_t align) override;
     void do_deallocate(void* p, std::size_t bytes, std::size_t align) override;
+    void publish() noexcept;  // held, in KiB, into owner->arena_kib (process_summary::arena_bytes)
     bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override { return this == &o; }
   };
 

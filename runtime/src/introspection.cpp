@@ -77,7 +77,17 @@ void report_unmatched_mail(process* p) noexcept {
 
 namespace {
 
-process_details details_of(process* p) {
+// The calling thread's stack from the frame whose return address is `from` outwards (all of it if
+// no frame has it: a build that inlined the call).
+stack_trace stack_from(const void* from) {
+  stack_trace here = stack_trace::current();
+  const auto& frames = here.frames();
+  const auto at = std::find(frames.begin(), frames.end(), reinterpret_cast<std::uintptr_t>(from));
+  if (!from || at == frames.end()) return here;
+  return stack_trace(std::vector<std::uintptr_t>(at, frames.end()));
+}
+
+process_details details_of(process* p, const void* parked_at) {
   process_details d;
   d.pid = p->id();
   d.answered = true;
@@ -92,7 +102,7 @@ process_details details_of(process* p) {
   }
   d.reductions = p->reductions.load(std::memory_order_relaxed);  // its own counter
   d.trap_exit = p->trap_exit;
-  if (p == current_process()) d.stacktrace = stack_trace::current();  // where it parked, and its callers
+  if (p == current_process()) d.stacktrace = stack_from(parked_at);  // where it parked, and its callers
   if (process_extra* ex = p->extra) {
     d.links.assign(ex->links.begin(), ex->links.end());
     for (auto& [ref, target] : ex->monitors) d.monitors.push_back(monitor_ref{ref, target});
@@ -125,9 +135,9 @@ void complete(info_request& req, std::optional<process_details> d) noexcept {
 
 }  // namespace
 
-void answer_info(process* p, info_request& req) noexcept {
+void answer_info(process* p, info_request& req, const void* parked_at) noexcept {
   try {
-    complete(req, details_of(p));
+    complete(req, details_of(p, parked_at));
   } catch (...) {
     complete(req, std::nullopt);
   }
@@ -161,6 +171,7 @@ process_summary summary_of(process* q) {
   s.mailbox_length = q->saved.size();
   s.reductions = q->reductions.load(std::memory_order_relaxed);
   s.stack_bytes = std::size_t{q->stack_units.load(std::memory_order_relaxed)} * stack_unit_bytes;
+  s.arena_bytes = std::size_t{q->arena_kib.load(std::memory_order_relaxed)} * 1024;
   return s;
 }
 
@@ -173,6 +184,7 @@ process_details details_from(const process_summary& s) {
   d.mailbox_length = s.mailbox_length;
   d.reductions = s.reductions;
   d.stack_bytes = s.stack_bytes;
+  d.arena_bytes = s.arena_bytes;
   d.registered_name = s.registered_name;
   return d;
 }
@@ -238,6 +250,7 @@ std::vector<process_summary> top_processes(std::size_t n, process_order by) {
   auto key = [by](const process_summary& s) -> std::uint64_t {
     switch (by) {
       case process_order::mailbox_length: return s.mailbox_length;
+      case process_order::arena_bytes: return s.arena_bytes;
       case process_order::reductions: return s.reductions;
       case process_order::stack_bytes: return s.stack_bytes;
     }
@@ -312,12 +325,13 @@ std::optional<process_details> unanswered(pid target) {
 }
 }  // namespace
 
-std::optional<process_details> process_info(pid target, std::chrono::milliseconds timeout) {
+// noinline: its return address is where a process asking about itself is (the trace's first frame).
+__attribute__((noinline)) std::optional<process_details> process_info(pid target, std::chrono::milliseconds timeout) {
   runtime_state* rt = current_runtime();
   if (!rt) return std::nullopt;
   process* self = current_process();
   if (self) before_runtime_call(self, true);
-  if (self && self->id() == target) return details_of(self);
+  if (self && self->id() == target) return details_of(self, __builtin_return_address(0));
   auto req = std::make_shared<info_request>();
   req->id = rt->next_ref.fetch_add(1, std::memory_order_relaxed);  // uniqueness is all we need
   bool as_process = self && self->kind == process_kind::scheduled;

@@ -15,8 +15,10 @@ namespace grove::internal {
 struct process;
 struct info_request;
 
-// The target's side, in its own context: answers with its own view of itself.
-void answer_info(process* p, info_request& req) noexcept;
+// The target's side, in its own context: answers with its own view of itself. parked_at: the
+// return address of the runtime call it was in when it took the request (drain_inbox's caller);
+// its stack trace starts there, not in the machinery that answers (nullptr: the whole stack).
+void answer_info(process* p, info_request& req, const void* parked_at) noexcept;
 // For a target that has exited: answers "gone".
 void answer_info_gone(info_request& req) noexcept;
 

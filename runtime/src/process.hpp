@@ -101,15 +101,19 @@ struct alignas(64) process {
   std::uint16_t worker = 0;                // owner: the worker running it (or that ran it last)
   process_kind kind = process_kind::scheduled;
   park_reason parked = park_reason::none;  // owner: set just before switching to the worker
-  bool started = false;                    // owner: its context exists
-  bool trap_exit = false;                  // owner
-  bool pinned = false;                     // owner: spawn_options::pinned (set before the pid is published)
+  // Owner-only flags, one byte (bit-fields: no other thread reads or writes this byte).
+  bool started : 1 = false;                // owner: its context exists
+  bool trap_exit : 1 = false;              // owner
+  bool pinned : 1 = false;                 // owner: spawn_options::pinned (set before the pid is published)
+  bool exiting : 1 = false;                // owner: an exit is decided (unwinding, or in the exit protocol)
+  bool in_exit_protocol : 1 = false;       // owner: exit_process runs: its runtime calls must not raise the exit again
   std::uint8_t exits_deferred = 0;         // owner: live exit_deferrals (grove/process.hpp); fills padding
   // The worker a pinned process runs on: no_home until its first run, then fixed. Written by that
   // worker before the process first parks, read by wakers after their wake (scheduler.cpp, "Pinned").
   std::uint16_t home = no_home;
-  bool exiting = false;                    // owner: an exit is decided (unwinding, or in the exit protocol)
-  bool in_exit_protocol = false;           // owner: exit_process runs: its runtime calls must not raise the exit again
+  // shared, published by the owner for introspection as its arena grows and shrinks (arena.cpp):
+  // KiB taken from the system, rounded up; relaxed, a snapshot like `activity`.
+  std::atomic<std::uint32_t> arena_kib{0};
   std::uint32_t budget = 0;                // owner: reductions left in this time slice
   std::uint32_t slot = no_slot;            // slot (stack_slots.hpp): bound at first run, for life (here to fill padding)
   std::atomic<std::uint64_t> reductions{0};// owner writes (load and store, no RMW); others read a snapshot, relaxed
@@ -145,6 +149,7 @@ struct alignas(64) process {
     reductions.store(0, std::memory_order_relaxed);  // published with the pid
     activity.store(0, std::memory_order_relaxed);
     stack_units.store(0, std::memory_order_relaxed);
+    arena_kib.store(0, std::memory_order_relaxed);
     worker = 0;
   }
   process_extra& ensure_extra() {

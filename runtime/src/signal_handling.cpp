@@ -57,7 +57,7 @@ void trace_exit_signal(process* p, const exit_signal_node& s, trace::signal_outc
 
 // Acts on one signal (consumes it). An exit that ends the process is marked (mark_exiting), not
 // raised: the caller decides whether it may throw now.
-effect handle_signal(process* p, message_node* n) {
+effect handle_signal(process* p, message_node* n, const void* drained_from) {
   detail::node_owner owner(n);
   if (auto* s = signal_as<link_signal>(n)) {
     p->ensure_extra().links.insert(s->from);
@@ -90,7 +90,7 @@ effect handle_signal(process* p, message_node* n) {
     return effect::queued;
   }
   if (auto* s = signal_as<info_signal>(n)) {
-    answer_info(p, *s->request);
+    answer_info(p, *s->request, drained_from);
     return effect::none;
   }
   if (auto* s = signal_as<alias_delivery>(n)) {
@@ -138,7 +138,8 @@ effect handle_signal(process* p, message_node* n) {
 
 }  // namespace
 
-drained drain_inbox(process* p, bool may_raise) {
+// noinline: its return address is the runtime call the process is in (a process_info's trace starts there).
+__attribute__((noinline)) drained drain_inbox(process* p, bool may_raise) {
   drained d;
   for (std::size_t taken = 0;; ++taken) {
     if (taken == drain_batch) {
@@ -152,7 +153,7 @@ drained drain_inbox(process* p, bool may_raise) {
       d.queued = true;
       continue;
     }
-    switch (handle_signal(p, n)) {
+    switch (handle_signal(p, n, __builtin_return_address(0))) {
       case effect::none: break;
       case effect::queued: d.queued = true; break;
       case effect::dies:
@@ -172,7 +173,7 @@ void drain_for_exit(process* p) noexcept {
       continue;
     }
     try {
-      handle_signal(p, n);  // p->exiting: exit signals are ignored
+      handle_signal(p, n, nullptr);  // p->exiting: exit signals are ignored
     } catch (...) {
       // Out of memory while recording a link: the link is lost, the exit goes on.
     }

@@ -4,12 +4,12 @@
 // a Unix-domain socket (mode 0600: the owner only) and answers from a thread of its own, so the
 // answer comes even when every worker is held by a process that never yields. Each connection
 // sends one line and gets one answer, then is closed:
-//   "snapshot <n> <mailbox|reductions|stack|recent>\n"
+//   "snapshot <n> <mailbox|reductions|stack|arena|recent>\n"
 // (recent: by reductions since the previous "recent" snapshot of any client, etop's view: the
 // server keeps one grove::reductions_window) answered with tab-separated lines, ending with "end":
 //   system   <processes> <process limit> <spawned> <dead letters> <global queue>
 //   worker   <index> <run queue> <context switches> <steals> <parks> <timers fired>     (per worker)
-//   process  <pid> <status> <waiting on> <mailbox> <reductions> <stack bytes> <scoped 0|1> <name>
+//   process  <pid> <status> <waiting on> <mailbox> <reductions> <stack bytes> <scoped 0|1> <arena bytes> <name>
 //            [<reductions in the interval>: recent only]
 //            (the top n by the order; scoped: a scoped_process, a foreign thread's)
 //   interval <ms>                                     (recent only: the interval those cover)
@@ -61,8 +61,8 @@ std::string clean(std::string s) {
 }
 
 std::string process_line(const process_summary& p) {
-  return fmt::format("process\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}", p.pid, to_string(p.status), to_string(p.waiting_on),
-                     p.mailbox_length, p.reductions, p.stack_bytes, p.scoped ? 1 : 0, clean(p.registered_name));
+  return fmt::format("process\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}", p.pid, to_string(p.status), to_string(p.waiting_on),
+                     p.mailbox_length, p.reductions, p.stack_bytes, p.scoped ? 1 : 0, p.arena_bytes, clean(p.registered_name));
 }
 
 std::string answer(const std::string& command, reductions_window& window) {
@@ -73,6 +73,7 @@ std::string answer(const std::string& command, reductions_window& window) {
   const bool recent = std::strcmp(order, "recent") == 0;
   if (std::strcmp(order, "mailbox") == 0) by = process_order::mailbox_length;
   else if (std::strcmp(order, "stack") == 0) by = process_order::stack_bytes;
+  else if (std::strcmp(order, "arena") == 0) by = process_order::arena_bytes;
   else if (std::strcmp(order, "reductions") != 0 && !recent) return "error\tunknown order\nend\n";
   std::string out;
   auto o = std::back_inserter(out);

@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include <memory_resource>
+
+#include <grove/arena.hpp>
 #include <grove/blocking.hpp>
 #include <grove/net.hpp>
 
@@ -116,6 +119,11 @@ namespace {
   grove::receive([](go) {});
   asm volatile("");  // not a tail call
 }
+[[gnu::noinline]] std::string describe_myself() {
+  auto info = grove::process_info(grove::self());
+  asm volatile("");
+  return info && !info->stacktrace.empty() ? grove::stack_trace::function_name(info->stacktrace.frames()[0]) : "";
+}
 }  // namespace
 
 TEST_CASE("process_info of a parked process shows where it waits: the receive and every caller up to its function") {
@@ -137,12 +145,25 @@ TEST_CASE("process_info of a parked process shows where it waits: the receive an
   // The call that parks it (grove::receive, a template: its out-of-line part), above its caller.
   CHECK(text.find("grove::detail::receive") != std::string::npos);
   CHECK(text.find("grove::detail::receive") < text.find("wait_for_orders"));
+  // It starts at that call: none of the machinery that took the request and answered it.
+  CHECK(grove::stack_trace::function_name(info->stacktrace.frames()[0]).find("grove::detail::receive") != std::string::npos);
+  for (const char* machinery : {"answer_info", "drain_inbox", "handle_signal", "details_of"})
+    CHECK_MESSAGE(text.find(machinery) == std::string::npos, machinery);
   // It still waits, and goes on when told.
   auto ref = grove::monitor(p);
   grove::send(p, go{});
   auto d = grove::receive([](grove::down d) { return d; });
   CHECK(d.ref == ref);
   CHECK(d.reason.is_normal());
+}
+
+TEST_CASE("process_info of itself: the stack trace starts at the caller of process_info") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  grove::spawn([self] { grove::send(self, describe_myself()); });
+  const std::string first = grove::receive([](std::string s) { return s; });
+  CHECK(first.find("describe_myself") != std::string::npos);
 }
 
 // ---- Published summaries: answers that never wait for the process ----
@@ -476,4 +497,48 @@ TEST_CASE("a reductions_window ranks processes by what they did in its last inte
   grove::receive([&](const grove::down& d) { return d.ref == ref; });
   for (const auto& a : window.top(1000)) CHECK(a.process.pid != veteran);
   grove::exit(newcomer, grove::exit_reason::kill());
+}
+
+TEST_CASE("arena bytes are published: top_processes finds the biggest heap, of a computing process too") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  const grove::pid small = grove::spawn([self] {
+    std::pmr::vector<char> data(10'000, 'x', &grove::arena());
+    grove::send(self, go{});
+    grove::receive([](go) {});
+  });
+  grove::receive([](go) {});
+  // `hog` holds 1 MiB in its arena and computes without runtime calls: it is never asked.
+  std::atomic<bool> stop{false};
+  const grove::pid hog = grove::spawn([self, &stop] {
+    std::pmr::vector<char> data(1 << 20, 'x', &grove::arena());
+    grove::send(self, go{});
+    while (!stop.load(std::memory_order_relaxed)) {
+    }
+  });
+  grove::receive([](go) {});
+  auto top = grove::top_processes(2, grove::process_order::arena_bytes);
+  REQUIRE(top.size() == 2);
+  CHECK(top[0].pid == hog);
+  CHECK(top[0].arena_bytes >= (1u << 20));
+  CHECK(top[1].pid == small);
+  CHECK(top[1].arena_bytes >= 10'000);
+  CHECK(top[1].arena_bytes < (1u << 20));
+  // process_info of the computing process: its published arena (it cannot answer).
+  REQUIRE(grove_test::wait_until([&] { return grove::process_summary_of(hog)->status == grove::process_status::running; }));
+  auto info = grove::process_info(hog, 50ms);
+  REQUIRE(info);
+  CHECK(!info->answered);
+  CHECK(info->arena_bytes >= (1u << 20));
+  stop.store(true, std::memory_order_relaxed);
+  REQUIRE(grove_test::wait_until([&] { return !grove::is_alive(hog); }));
+  // Gone with its process; a process without an arena shows 0.
+  const auto ref = grove::monitor(small);
+  grove::send(small, go{});
+  grove::receive([&](const grove::down& d) { CHECK(d.ref == ref); });
+  const auto all = grove::top_processes(1000, grove::process_order::arena_bytes);
+  REQUIRE(all.size() == 1);
+  CHECK(all[0].pid == self);
+  CHECK(all[0].arena_bytes == 0);
 }

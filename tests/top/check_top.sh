@@ -29,6 +29,12 @@ running=$(grep -E '^<[^ ]+ +running ' <<<"$out" | grep -vc '\[thread\]' || true)
 grep -qE '^orders +2 +[0-9]+$' <<<"$out" || fail "no supervisor row 'orders' with 2 restarts"
 grep -qE '^db +2 +1 +0 +1 +0 +0$' <<<"$out" || fail "no pool row 'db': 2 workers, 1 busy, 1 served"
 
+# By arena: cache's 2 MiB first.
+out=$(python3 "$top" --socket "$sock" --once --sort arena -n 3 --interval 0.1)
+first=$(grep -m1 -E '^<[0-9]+\.[0-9]+\.[0-9]+>' <<<"$out") || fail "arena: no process rows"
+[[ $first == *cache* ]] || fail "the first row by arena is not cache: $first"
+[[ $(awk '{print $(NF-1)}' <<<"$first" | tr -d ,) -ge 2048 ]] || fail "cache's arena is under 2048 KiB: $first"
+
 # The default order, recent: reductions over the runtime's own interval (the spinners never reach a
 # runtime call, so every row may show 0; the check is that the view and the protocol agree).
 out=$(python3 "$top" --socket "$sock" --once -n 5 --interval 0.3)
@@ -44,7 +50,7 @@ while not out.endswith(b"end\n"):
     if not c: break
     out += c
 lines = out.decode().splitlines()
-print(sum(1 for l in lines if l.startswith("process\t") and len(l.split("\t")) == 10))
+print(sum(1 for l in lines if l.startswith("process\t") and len(l.split("\t")) == 11))
 print(sum(1 for l in lines if l.startswith("interval\t")))
 PY
 )

@@ -1,7 +1,7 @@
 // top_target: the program tests/top/check_top.sh attaches tools/top to. Every worker is held by a
 // spinner that never reaches a runtime call, a registered process "hoarder" holds 50 messages
 // no receive has matched, a supervisor "orders" has restarted its child twice, and a pool "db" of
-// 2 workers has one leased. It prints "ready" once all of that holds (checked through
+// 2 workers has one leased, and a registered process "cache" holds 2 MiB in its arena. It prints "ready" once all of that holds (checked through
 // process_summary_of), then runs until its stdin closes. Workers: GROVE_TEST_WORKERS (default 2);
 // the socket: GROVE_TOP_SOCKET.
 #include <atomic>
@@ -12,6 +12,9 @@
 #include <thread>
 #include <vector>
 
+#include <memory_resource>
+
+#include <grove/arena.hpp>
 #include <grove/grove.hpp>
 #include <grove/services/pool.hpp>
 #include <grove/supervisor.hpp>
@@ -50,6 +53,16 @@ int main() {
         return s && s->mailbox_length == 50 && s->status == grove::process_status::waiting;
       }))
     return 2;
+  grove::pid cache = grove::spawn([] {
+    grove::register_name("cache", grove::self());
+    std::pmr::vector<char> data(2 << 20, 'x', &grove::arena());
+    grove::receive([](stop) {});
+  });
+  if (!eventually([&] {
+        auto s = grove::process_summary_of(cache);
+        return s && s->arena_bytes >= (2u << 20) && s->status == grove::process_status::waiting;
+      }))
+    return 6;
   namespace sup = grove::supervisor;
   sup::flags f{.intensity = 10};
   f.name = "orders";
@@ -92,5 +105,6 @@ int main() {
   }
   done = true;
   grove::send(hoarder, stop{});
+  grove::send(cache, stop{});
   return 0;
 }

@@ -57,6 +57,7 @@ struct process_summary {
   std::size_t stack_bytes = 0;     // live execution stack when it last parked (64-byte granularity)
   bool scoped = false;             // a scoped_process (a foreign thread), not a scheduled process
   std::string registered_name;     // empty if none
+  std::size_t arena_bytes = 0;     // its arena (grove/arena.hpp) as taken from the system, in whole KiB
 };
 
 // The summary of a live process, or nullopt if it is not alive. Never waits; from any thread.
@@ -68,7 +69,7 @@ std::optional<process_summary> process_summary_of(pid p);
 std::vector<pid> processes();
 
 // What top_processes sorts by, largest first.
-enum class process_order { mailbox_length, reductions, stack_bytes };
+enum class process_order { mailbox_length, reductions, stack_bytes, arena_bytes };
 
 // The `n` live processes with the largest `by` (recon's proc_count), from one pass over the
 // published summaries: nothing is stopped or asked. Ties in no particular order.
