@@ -243,8 +243,30 @@ std::vector<pid> processes() {
   return out;
 }
 
+namespace {
+// Keeps the n largest items offered, by `key`, in `heap`: a min-heap (the smallest on top), so
+// the common case, an item smaller than all n, costs one compare. key(item) is offered apart for
+// callers that know it before they build the item (then `make` builds it only if it is kept).
+template <class T, class Key, class Make>
+void keep_largest(std::vector<T>& heap, std::size_t n, std::uint64_t item_key, Key key, Make make) {
+  if (n == 0 || (heap.size() == n && item_key <= key(heap.front()))) return;
+  auto larger = [&](const T& a, const T& b) { return key(a) > key(b); };
+  heap.push_back(make());
+  std::push_heap(heap.begin(), heap.end(), larger);
+  if (heap.size() > n) {
+    std::pop_heap(heap.begin(), heap.end(), larger);
+    heap.pop_back();
+  }
+}
+
+template <class T, class Key>
+void sort_largest_first(std::vector<T>& heap, Key key) {
+  std::sort_heap(heap.begin(), heap.end(), [&](const T& a, const T& b) { return key(a) > key(b); });
+}
+}  // namespace
+
 std::vector<process_summary> top_processes(std::size_t n, process_order by) {
-  std::vector<process_summary> heap;  // a min-heap of the n largest so far: the smallest on top
+  std::vector<process_summary> heap;
   runtime_state* rt = current_runtime();
   if (!rt || n == 0) return heap;
   auto key = [by](const process_summary& s) -> std::uint64_t {
@@ -256,19 +278,12 @@ std::vector<process_summary> top_processes(std::size_t n, process_order by) {
     }
     return 0;
   };
-  auto larger = [&](const process_summary& a, const process_summary& b) { return key(a) > key(b); };
   heap.reserve(n + 1);
   rt->table.visit_live([&](process* q) {
     process_summary s = summary_of(q);
-    if (heap.size() == n && key(s) <= key(heap.front())) return;  // the common case: one compare
-    heap.push_back(std::move(s));
-    std::push_heap(heap.begin(), heap.end(), larger);
-    if (heap.size() > n) {
-      std::pop_heap(heap.begin(), heap.end(), larger);
-      heap.pop_back();
-    }
+    keep_largest(heap, n, key(s), key, [&] { return std::move(s); });
   });
-  std::sort_heap(heap.begin(), heap.end(), larger);  // largest first
+  sort_largest_first(heap, key);
   for (process_summary& s : heap) s.registered_name = rt->names.name_of(s.pid);  // n lookups; no reference needed
   return heap;
 }
@@ -283,7 +298,7 @@ reductions_window::reductions_window() : taken_(std::chrono::steady_clock::now()
 }
 
 std::vector<process_activity> reductions_window::top(std::size_t n) {
-  std::vector<process_activity> heap;  // a min-heap of the n busiest so far
+  std::vector<process_activity> heap;  // the n busiest so far (keep_largest)
   runtime_state* rt = current_runtime();
   const auto now = std::chrono::steady_clock::now();
   last_interval_ = std::chrono::duration_cast<std::chrono::nanoseconds>(now - taken_);
@@ -294,25 +309,19 @@ std::vector<process_activity> reductions_window::top(std::size_t n) {
   }
   std::vector<std::pair<std::uint64_t, std::uint64_t>> current;
   current.reserve(previous_.size() + 64);
-  auto busier = [](const process_activity& a, const process_activity& b) { return a.reductions > b.reductions; };
+  auto key = [](const process_activity& a) { return a.reductions; };
   rt->table.visit_live([&](process* q) {
-    process_summary s = summary_of(q);
-    const std::uint64_t bits = s.pid.bits();
-    current.emplace_back(bits, s.reductions);
+    const std::uint64_t bits = q->id().bits();
+    const std::uint64_t now_reductions = q->reductions.load(std::memory_order_relaxed);  // a published snapshot
+    current.emplace_back(bits, now_reductions);
     auto it = std::lower_bound(previous_.begin(), previous_.end(), std::make_pair(bits, std::uint64_t{0}));
-    const std::uint64_t before = it != previous_.end() && it->first == bits && it->second <= s.reductions ? it->second : 0;
-    const std::uint64_t delta = s.reductions - before;
-    if (n == 0 || (heap.size() == n && delta <= heap.front().reductions)) return;
-    heap.push_back({std::move(s), delta});
-    std::push_heap(heap.begin(), heap.end(), busier);
-    if (heap.size() > n) {
-      std::pop_heap(heap.begin(), heap.end(), busier);
-      heap.pop_back();
-    }
+    const std::uint64_t before = it != previous_.end() && it->first == bits && it->second <= now_reductions ? it->second : 0;
+    const std::uint64_t delta = now_reductions - before;
+    keep_largest(heap, n, delta, key, [&] { return process_activity{summary_of(q), delta}; });
   });
   std::sort(current.begin(), current.end());
   previous_ = std::move(current);
-  std::sort_heap(heap.begin(), heap.end(), busier);
+  sort_largest_first(heap, key);
   for (process_activity& a : heap) a.process.registered_name = rt->names.name_of(a.process.pid);
   return heap;
 }
