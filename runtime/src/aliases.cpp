@@ -54,7 +54,10 @@ void send_node_to_alias(const alias& to, message_node* n) {
            reinterpret_cast<std::uintptr_t>(n->type));
   // The wrapper owns n from here: if allocating it throws, n is freed with it.
   deliver(*rt, to.owner, make_signal<alias_delivery>(to.id, n), true);
-  if (self) charge(self, true);
+  if (self) {
+    count_send(*rt, self);
+    charge(self, true);
+  }
 }
 }  // namespace detail
 

@@ -399,8 +399,12 @@ system_details system_info() {
     d.parks = w->parks.load(std::memory_order_relaxed);
     d.timers_fired = w->timers_fired.load(std::memory_order_relaxed);
     d.reductions = w->reductions.load(std::memory_order_relaxed);
+    d.messages_sent = w->messages_sent.load(std::memory_order_relaxed);
+    d.messages_received = w->messages_received.load(std::memory_order_relaxed);
     s.spawned += w->spawned.load(std::memory_order_relaxed);
     s.reductions += d.reductions;
+    s.messages_sent += d.messages_sent;
+    s.messages_received += d.messages_received;
     s.context_switches += d.context_switches;
     s.steals += d.steals;
     s.parks += d.parks;

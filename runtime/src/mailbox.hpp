@@ -118,6 +118,7 @@ class saved_list {
     }
     tail_ = n;
     size_.store(size_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // owner writes; see size_
+    ++received_;
   }
   // Removes the node after `prev` (or the head when prev is null) and returns it.
   message_node* remove_after(message_node* prev) noexcept {
@@ -137,6 +138,9 @@ class saved_list {
   message_node* tail() const noexcept { return tail_; }
   std::uint32_t size() const noexcept { return size_.load(std::memory_order_relaxed); }  // owner, or a snapshot from any thread
   bool empty() const noexcept { return head_ == nullptr; }
+  // Messages ever appended (wrapping): the worker that runs the owner adds the difference over each
+  // run to its count of messages received (worker.cpp). Owner only.
+  std::uint32_t received() const noexcept { return received_; }
 
  private:
   message_node* head_ = nullptr;
@@ -144,6 +148,7 @@ class saved_list {
   // Written by the owner only (a load and a store: no RMW on the receive path); read by any thread
   // for introspection (top_processes), relaxed: a snapshot, ordered with nothing.
   std::atomic<std::uint32_t> size_{0};
+  std::uint32_t received_ = 0;  // owner: fills the padding after size_ (the PCB stays 256 bytes)
 };
 
 }  // namespace grove::internal

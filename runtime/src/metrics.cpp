@@ -115,6 +115,10 @@ std::string prometheus_text() {
                  {{"", d(s.spawned)}});
     write_family(out, "grove_reductions_total", kind::counter, "Reductions of the processes workers ran.",
                  {{"", d(s.reductions)}});
+    write_family(out, "grove_messages_sent_total", kind::counter,
+                 "Messages sent by processes workers ran (to pids, names and aliases).", {{"", d(s.messages_sent)}});
+    write_family(out, "grove_messages_received_total", kind::counter,
+                 "Messages taken into the mailboxes of processes workers ran.", {{"", d(s.messages_received)}});
     write_family(out, "grove_dead_letters_total", kind::counter, "Messages sent to processes that were not alive.",
                  {{"", d(s.dead_letters)}});
     write_family(out, "grove_global_queue_length", kind::gauge, "Runnable processes in the shared inject queue.",
@@ -148,6 +152,11 @@ std::string prometheus_text() {
          [](const worker_details& w) { return w.timers_fired; }},
         {"grove_worker_reductions_total", kind::counter, "Reductions of the processes the worker ran.",
          [](const worker_details& w) { return w.reductions; }},
+        {"grove_worker_messages_sent_total", kind::counter, "Messages sent by the processes the worker ran.",
+         [](const worker_details& w) { return w.messages_sent; }},
+        {"grove_worker_messages_received_total", kind::counter,
+         "Messages taken into the mailboxes of the processes the worker ran.",
+         [](const worker_details& w) { return w.messages_received; }},
 
     };
     std::vector<sample> samples(s.workers.size());

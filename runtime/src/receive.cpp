@@ -153,7 +153,10 @@ void send_node(pid to, message_node* n) {
     record(event_kind::send, 0, 0, self ? self->id().bits() : 0, to.bits(), reinterpret_cast<std::uintptr_t>(n),
            reinterpret_cast<std::uintptr_t>(n->type));
   deliver(*rt, to, n, true);  // a dead target counts a dead letter there
-  if (self) charge(self, true);
+  if (self) {
+    count_send(*rt, self);
+    charge(self, true);
+  }
 }
 
 bool send_node_to_name(std::string_view name, message_node* n) {

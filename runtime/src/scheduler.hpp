@@ -112,8 +112,10 @@ class worker {
   // Statistics: written by the owner (relaxed), read by system_info.
   std::atomic<std::uint64_t> switches{0}, steals{0}, parks{0}, timers_fired{0}, spawned{0};
   // Statistics only the owner writes, by a load and a store (count_owned: no RMW), read by system_info:
-  // the reductions of the processes it ran, added as each run ends (BEAM's per-scheduler count).
-  std::atomic<std::uint64_t> reductions{0};
+  // the reductions of the processes it ran, added as each run ends (BEAM's per-scheduler count);
+  // the messages they received (taken into their mailboxes), likewise; the messages they sent, as
+  // each send happens (receive.cpp, send_node).
+  std::atomic<std::uint64_t> reductions{0}, messages_received{0}, messages_sent{0};
 
  private:
   friend class scheduler_access;
@@ -239,6 +241,13 @@ struct runtime::state : std::enable_shared_from_this<runtime::state> {
 }  // namespace grove
 
 namespace grove::internal {
+
+// Process context, after a send: counted on the worker running the sender (a load and a store, no
+// RMW: only that worker writes its count). A scoped process's sends are not counted (no worker runs
+// it), as its reductions are not.
+inline void count_send(runtime_state& rt, process* self) noexcept {
+  if (self->kind == process_kind::scheduled) count_owned(rt.workers[self->worker]->messages_sent);
+}
 
 // The seq_cst fence of the parking protocol (parking.cpp, step 2). ThreadSanitizer does not
 // model fences, so under it both sides instead do a seq_cst read-modify-write on one shared word:

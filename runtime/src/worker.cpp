@@ -309,9 +309,11 @@ void worker::run(process* p) {
   if (tracing(event_kind::run_begin, p)) [[unlikely]]
     record(event_kind::run_begin, 0, local.size(), p->id().bits());
   const std::uint64_t reductions_before = p->reductions.load(std::memory_order_relaxed);  // its owner is this thread now
+  const std::uint32_t received_before = p->saved.received();
   transfer t = switch_to(sched_ctx, p->ctx, rt.slots.bounds(p), thread_eh, this);
   current = nullptr;
   count_owned(reductions, p->reductions.load(std::memory_order_relaxed) - reductions_before);
+  count_owned(messages_received, static_cast<std::uint32_t>(p->saved.received() - received_before));  // wraps: mod 2^32
   if (tracing(event_kind::run_end, p)) [[unlikely]]
     record(event_kind::run_end,
            static_cast<std::uint8_t>(static_cast<unsigned>(p->parked) | (p->activity.load(std::memory_order_relaxed) & 0xF) << 4), 0,

@@ -55,6 +55,13 @@ TEST_CASE("GET /metrics answers the runtime's and the server's figures in Promet
   auto hello = c.get(url_of(srv, "/hello"), svc::deadline::after(patience));
   REQUIRE(hello);
   CHECK(hello->body == "hello");  // other paths go to the next handler
+  // Two processes exchange a message, so the message counters have something to count.
+  grove::pid echo = grove::spawn([] { grove::receive([](grove::pid from) { grove::send(from, 1); }); });
+  grove::spawn([echo] {
+    grove::send(echo, grove::self());
+    grove::receive([](int) {});
+  });
+  REQUIRE(grove_test::wait_until([&] { return grove::system_info().messages_received >= 2; }));
   auto r = c.get(url_of(srv, "/metrics"), svc::deadline::after(patience));
   REQUIRE(r);
   CHECK(r->status == 200);
@@ -74,6 +81,9 @@ TEST_CASE("GET /metrics answers the runtime's and the server's figures in Promet
   CHECK(switches > 0);
   CHECK(value_of(page, "grove_reductions_total") > 0);
   CHECK(value_of(page, "grove_worker_reductions_total{worker=\"0\"}") >= 0);
+  CHECK(value_of(page, "grove_messages_sent_total") >= 2);  // the two above
+  CHECK(value_of(page, "grove_messages_received_total") >= 2);
+  CHECK(value_of(page, "grove_worker_messages_sent_total{worker=\"0\"}") >= 0);
   CHECK(value_of(page, "grove_resources_in_use{kind=\"fds\"}") >= 2);  // the listener and this connection
   CHECK(value_of(page, "grove_http_server_requests_total{server=\"api\"}") == 2);  // /hello and this one
   CHECK(value_of(page, "grove_http_server_responses_total{server=\"api\",class=\"2xx\"}") == 1);  // /hello's

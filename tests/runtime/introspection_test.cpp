@@ -443,6 +443,40 @@ TEST_CASE("system_info counts the reductions of the processes workers ran, a pro
   REQUIRE(grove_test::wait_until([&] { return !grove::is_alive(busy) && !grove::is_alive(echo); }));
 }
 
+TEST_CASE("system_info counts the messages processes send and the messages that reach their mailboxes") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  constexpr std::uint64_t k = 500, m = 70;
+  const grove::system_details before = grove::system_info();
+  grove::pid sink = grove::spawn([&] {
+    for (std::uint64_t i = 0; i < k; ++i) grove::receive([](counted_reply) {});
+    grove::send(me.pid(), counted_request{grove::self()});
+  });
+  grove::pid dead = grove::spawn([] {});
+  REQUIRE(grove_test::wait_until([&] { return !grove::is_alive(dead); }));
+  grove::spawn([sink, dead] {
+    for (std::uint64_t i = 0; i < k; ++i) grove::send(sink, counted_reply{});
+    for (std::uint64_t i = 0; i < m; ++i) grove::send(dead, counted_reply{});  // sent, never received
+  });
+  REQUIRE(grove::receive([](counted_request) { return true; }, grove::after(patience, [] { return false; })));
+  // The sink's last run ends after its send reaches us: wait for the counts, as for reductions.
+  CHECK(grove_test::wait_until([&] {
+    const grove::system_details s = grove::system_info();
+    return s.messages_sent - before.messages_sent >= k + m + 1 && s.messages_received - before.messages_received >= k;
+  }));
+  const grove::system_details s = grove::system_info();
+  // The 70 to a dead pid are sent and are dead letters, never received.
+  CHECK(s.dead_letters - before.dead_letters >= m);
+  CHECK((s.messages_sent - before.messages_sent) - (s.messages_received - before.messages_received) >= m);
+  std::uint64_t sent = 0, received = 0;
+  for (const auto& w : s.workers) {
+    sent += w.messages_sent;
+    received += w.messages_received;
+  }
+  CHECK(sent == s.messages_sent);
+  CHECK(received == s.messages_received);
+}
+
 TEST_CASE("a reductions_window ranks processes by what they did in its last interval, not over their lives") {
   grove_test::runtime_fixture rt;
   grove::scoped_process me;

@@ -143,6 +143,8 @@ struct worker_details {
   std::uint64_t parks = 0;            // times it went idle and slept
   std::uint64_t timers_fired = 0;
   std::uint64_t reductions = 0;     // of the processes it ran, as each run ends
+  std::uint64_t messages_sent = 0;      // by the processes it ran (to pids, names and aliases)
+  std::uint64_t messages_received = 0;  // taken into the mailboxes of the processes it ran, as each run ends
 };
 
 struct system_details {
@@ -161,6 +163,11 @@ struct system_details {
   std::uint64_t parks = 0;
   std::uint64_t reductions = 0;     // of processes run by workers, as each run ends (Erlang's
                                     // statistics(reductions)); scoped processes' are not counted
+  // Messages sent by, and received into the mailboxes of, processes run by workers (scoped
+  // processes' are not counted). Received includes the down and exit_signal messages the runtime
+  // makes; a message to a dead pid is sent and never received (dead_letters).
+  std::uint64_t messages_sent = 0;
+  std::uint64_t messages_received = 0;
 };
 
 // A snapshot of the running runtime; counters are read without stopping anything.
