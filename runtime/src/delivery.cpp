@@ -13,6 +13,7 @@
 #include "delivery.hpp"
 
 #include "introspection.hpp"
+#include "remote.hpp"
 #include "scoped_waiter.hpp"
 #include "signal_nodes.hpp"
 
@@ -23,9 +24,17 @@ int worker_index_for(const runtime_state& rt) noexcept {
   return (w && &w->rt == &rt) ? static_cast<int>(w->index) : -1;
 }
 
-bool deliver(runtime_state& rt, pid to, message_node* n, bool wake) noexcept {
+bool deliver(runtime_state& rt, pid to, message_node* n, bool wake, bool answer_if_gone) noexcept {
   process* q = rt.table.acquire(to);
   if (!q) {
+    if (to.is_remote()) {  // only here, off the local path (remote.cpp, "Outgoing")
+      route_remote(rt, to, n);
+      return true;
+    }
+    if (answer_if_gone) {
+      answer_for_exited(rt, to, n);
+      return false;
+    }
     if (!n->type->is_signal) rt.dead_letters.fetch_add(1, std::memory_order_relaxed);  // statistics
     detail::destroy_node(n);
     return false;
@@ -63,7 +72,10 @@ void send_exit_signal(runtime_state& rt, process* q, pid from, exit_reason reaso
 
 void deliver_exit_signal(runtime_state& rt, pid to, pid from, exit_reason reason, bool via_link) noexcept {
   process* q = rt.table.acquire(to);
-  if (!q) return;
+  if (!q) {
+    if (to.is_remote()) route_remote_exit(rt, to, from, reason, via_link);
+    return;
+  }
   // acquire: after the exit's fetch_or. An exited process ignores exit signals: nothing to answer.
   if (!(q->control.load(std::memory_order_acquire) & ctl_exited)) send_exit_signal(rt, q, from, std::move(reason), via_link);
   rt.table.release(q, worker_index_for(rt));

@@ -11,14 +11,15 @@ namespace grove::internal {
 // Delivers a node (message or signal) to the process `to`, waking it if `wake`. Without `wake` (a
 // signal that can wait for the process's next run) it is pushed lazily and wakes `to` only if that is
 // needed to keep a node behind it visible (mailbox.hpp). Consumes n. False if `to` does not exist (n
-// is destroyed; a message counts as a dead letter) or has exited (answer_for_exited answers n). Any
-// thread.
-bool deliver(runtime_state& rt, pid to, message_node* n, bool wake) noexcept;
+// is destroyed, or with `answer_if_gone` answered as answer_for_exited answers; a message counts as a
+// dead letter) or has exited (answer_for_exited answers n). A remote `to` is routed to the
+// distribution layer (remote.cpp): true. Any thread.
+bool deliver(runtime_state& rt, pid to, message_node* n, bool wake, bool answer_if_gone = false) noexcept;
 
 // Sends an exit signal to q (the caller holds a reference on q), counting it in q->exit_signals
 // first (exit_protocol.cpp, "busy processes"). Any thread.
 void send_exit_signal(runtime_state& rt, process* q, pid from, exit_reason reason, bool via_link) noexcept;
-// The same to a pid: a no-op if `to` does not exist or has exited.
+// The same to a pid: a no-op if `to` does not exist or has exited; routed if `to` is remote.
 void deliver_exit_signal(runtime_state& rt, pid to, pid from, exit_reason reason, bool via_link) noexcept;
 
 // What an exited process "answers" to a node that reaches it: link → exit{noproc}, monitor →

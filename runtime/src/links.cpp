@@ -6,9 +6,11 @@
 #include <grove/errc.hpp>
 #include <grove/link.hpp>
 #include <grove/message.hpp>
+#include <grove/remote.hpp>
 
 #include "delivery.hpp"
 #include "exit_protocol.hpp"
+#include "remote.hpp"
 #include "signal_handling.hpp"
 #include "signal_nodes.hpp"
 #include "tracer.hpp"
@@ -102,6 +104,23 @@ monitor_ref monitor(std::string_view name) {
   return monitor_ref{ref, target};
 }
 
+monitor_ref monitor(std::string_view name, std::string_view node) {
+  runtime_state* rt = current_runtime();
+  if (rt && (node == this_node_name(*rt) || node == local_node_name)) return monitor(name);
+  process* p = require_process();
+  runtime_state& r = require_runtime();
+  if (name.empty()) throw error(errc::bad_argument, "monitor: an empty name");
+  const std::uint32_t slot = remote::node_slot(node);  // throws for an empty or oversized node name
+  std::uint64_t ref = r.next_ref.fetch_add(1, std::memory_order_relaxed);  // uniqueness is all we need
+  const pid target = remote::name_target(slot);
+  process_extra& ex = p->ensure_extra();
+  ex.monitors.emplace(ref, target);
+  ex.monitor_names.emplace(ref, std::string(name));
+  trace_monitor(p, target, true);
+  route_remote_name_monitor(r, p->id(), slot, name, ref);
+  return monitor_ref{ref, target};
+}
+
 bool demonitor(const monitor_ref& ref, bool flush) {
   process* p = require_process();
   bool active = p->extra && p->extra->monitors.erase(ref.id) > 0;
@@ -145,7 +164,10 @@ void exit(pid target, exit_reason reason) {
   process* self = current_process();
   if (self) before_runtime_call(self, false);
   process* q = rt->table.acquire(target);
-  if (!q) return;
+  if (!q) {
+    if (target.is_remote()) route_remote_exit(*rt, target, self ? self->id() : pid(), reason, false);
+    return;
+  }
   send_exit_signal(*rt, q, self ? self->id() : pid(), std::move(reason), false);
   rt->table.release(q, worker_index_for(*rt));
   // A signal to oneself acts now: drain up to it (it is behind whatever had arrived before it).

@@ -110,7 +110,7 @@ process* process_table::allocate(int worker, process_kind kind) {
 
 process* process_table::acquire(pid id) noexcept {
   std::uint32_t index = id.index();
-  if (id.is_null() || index >= constructed_.load(std::memory_order_acquire)) return nullptr;
+  if (id.is_null() || id.is_remote() || index >= constructed_.load(std::memory_order_acquire)) return nullptr;
   process* p = base_ + index;
   // acquire: a zero here (the process is gone and finalized) pairs with the last release's acq_rel
   // fetch_sub, so a caller told "not alive" sees everything the process did before it exited

@@ -21,6 +21,7 @@
 #include "process.hpp"
 #include "process_table.hpp"
 #include "registry.hpp"
+#include "remote.hpp"
 #include "run_queue.hpp"
 #include "stack_slots.hpp"
 #include "timer_wheel.hpp"
@@ -195,6 +196,7 @@ struct runtime::state : std::enable_shared_from_this<runtime::state> {
   internal::io_table io;                           // fd registrations (io.hpp)
   internal::blocking_pool blocking;                // run_blocking's threads (blocking.hpp)
   internal::tracer tracer;                         // grove::trace's rings (tracer.hpp)
+  internal::remote_seam remote;                    // the distribution layer's router (remote.hpp)
   std::unique_ptr<internal::top_server> top;       // tools/top's socket, if asked for (owner: the runtime's thread)
   // shared: who holds the poller: nobody, an idle worker that sleeps in it (or is about to), or a
   // busy worker reaping it without waiting (parking.cpp, step 6)

@@ -27,6 +27,8 @@
 #include "exit_protocol.hpp"
 #include "introspection.hpp"
 #include "process.hpp"
+#include "remote.hpp"
+#include "scheduler.hpp"
 #include "signal_nodes.hpp"
 #include "tracer.hpp"
 
@@ -80,7 +82,14 @@ effect handle_signal(process* p, message_node* n, const void* drained_from) {
     down d{monitor_ref{s->ref, s->from}, s->from, std::move(s->reason), {}, {}};
     if (auto it = p->extra->monitor_names.find(s->ref); it != p->extra->monitor_names.end()) {
       d.name = std::move(it->second);  // a monitor by name: the item is {name, node}, as in OTP
-      d.node = local_node_name;
+      if (s->from.is_remote()) {
+        d.node = remote::node_name(s->from.node());
+        if (remote::is_name_target(s->from)) d.from = pid();  // nobody here knows who held the name
+      } else if (runtime_state* rt = current_runtime()) {
+        d.node = this_node_name(*rt);
+      } else {
+        d.node = local_node_name;
+      }
       p->extra->monitor_names.erase(it);
     }
     if (tracing(trace::event_kind::down, p)) [[unlikely]]

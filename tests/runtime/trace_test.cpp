@@ -430,7 +430,7 @@ TEST_CASE("trace_process records one process's events, and its children's with s
   CHECK(trace::trace_process(self, flags::all) == grove::errc::not_running);  // no start in effect
   REQUIRE(!trace::start({.kinds = 0}));
   CHECK(trace::is_recording());
-  std::atomic<grove::pid> child_pid{};
+  std::atomic<std::uint64_t> child_pid{0};  // a local pid's bits()
   // traced waits, is traced, then spawns a child that sends too, sends itself and exits; untraced
   // does the same without flags.
   auto body = [self, &child_pid](bool spawns) {
@@ -438,7 +438,7 @@ TEST_CASE("trace_process records one process's events, and its children's with s
       grove::receive([](go) {});
       if (spawns) {
         grove::pid c = grove::spawn([self] { grove::send(self, reply{}); });
-        child_pid.store(c);
+        child_pid.store(c.bits());
       }
       grove::send(self, reply{});
       grove::receive([](go) {});
@@ -450,7 +450,7 @@ TEST_CASE("trace_process records one process's events, and its children's with s
   grove::send(traced, go{});
   grove::send(untraced, go{});
   for (int i = 0; i < 3; ++i) REQUIRE(grove::receive([](reply) { return true; }, grove::after(patience, [] { return false; })));
-  const grove::pid child = child_pid.load();
+  const grove::pid child = grove::pid::from_bits(child_pid.load());
   // Off for traced: its exit is not recorded; untraced's neither.
   CHECK(trace::trace_process(traced, 0) == std::error_code{});
   const grove::monitor_ref m1 = grove::monitor(traced);

@@ -73,6 +73,12 @@ monitor_ref monitor(pid target);
 // names {name, node} (see down). If nobody holds the name, the down comes at once with noproc.
 // Throws grove::error(errc::bad_argument) for an empty name.
 monitor_ref monitor(std::string_view name);
+// Starts monitoring the process registered as `name` on `node` (OTP's monitor(process, {Name, Node})).
+// On this node (node is this node's name, or local_node_name), as monitor(name). On another node,
+// through the distribution layer (grove/remote.hpp): the down names {name, node} and a null pid;
+// its reason is noproc if nobody holds the name there, noconnection if the node cannot be reached or
+// its connection goes. Throws grove::error(errc::bad_argument) for an empty name or node.
+monitor_ref monitor(std::string_view name, std::string_view node);
 // Stops the monitor. With flush, also removes its down message if one is already in the mailbox.
 // Returns false if `ref` is not an active monitor of the caller (unknown, or already fired).
 bool demonitor(const monitor_ref& ref, bool flush = false);

@@ -86,6 +86,7 @@ struct node_owner {
   node_owner(const node_owner&) = delete;
   node_owner& operator=(const node_owner&) = delete;
   ~node_owner() { if (node) destroy_node(node); }
+  message_node* release() noexcept { return std::exchange(node, nullptr); }  // hands the node on
 };
 
 }  // namespace grove::detail
