@@ -1,0 +1,538 @@
+// external_format.cpp: Erlang's external term format (OTP's erl_ext_dist), written and read here.
+//
+// ## Why our own codec, and libei as the oracle
+// libei (erlang-dev) encodes and decodes the format too, but into its own C types, one call per
+// value with a caller-sized buffer and type queries between; building grove::term through it would
+// cost a pass over libei's types and a second over ours, and its decoder's handling of hostile input
+// is not what a node facing a network should rely on unchecked. The format is small and fixed (20
+// tags read, 13 written), so it is read here straight into terms, with every length checked against
+// what is left before anything is allocated, and the tests check both directions against libei on
+// the same terms (tests/dist/external_format_test.cpp) and feed the reader random and mutated input
+// under AddressSanitizer and UBSan.
+//
+// ## Writing (what OTP 25 writes, so any peer from OTP 23 on reads it)
+// integers: SMALL_INTEGER_EXT (0-255), INTEGER_EXT (int32), SMALL_BIG_EXT/LARGE_BIG_EXT; floats:
+// NEW_FLOAT_EXT; atoms: SMALL_ATOM_UTF8_EXT/ATOM_UTF8_EXT; pids: NEW_PID_EXT; ports: NEW_PORT_EXT
+// or V4_PORT_EXT; references: NEWER_REFERENCE_EXT; tuples: SMALL/LARGE_TUPLE_EXT; maps: MAP_EXT;
+// lists: NIL_EXT, STRING_EXT (a proper list of 1 to 65,535 bytes, as OTP writes it) or LIST_EXT;
+// binaries: BINARY_EXT, BIT_BINARY_EXT; funs: the encoding they arrived in.
+//
+// ## Reading (everything OTP 23+ may send, and the old forms a term_to_binary of old may hold)
+// Also ATOM_EXT/SMALL_ATOM_EXT (Latin-1), PID_EXT, PORT_EXT, REFERENCE_EXT, NEW_REFERENCE_EXT,
+// FLOAT_EXT, NEW_FUN_EXT, EXPORT_EXT. Refused with a reason: ATOM_CACHE_REF (only with an atom
+// cache, which a Grove node never offers), COMPRESSED, LOCAL_EXT, FUN_EXT (pre-R8), non-finite
+// floats (Erlang refuses them too), truncated or trailing bytes, counts larger than the bytes left
+// could hold, nesting past max_term_depth (each level is a frame of this recursive reader, and of
+// term's destructor later: a process's stack is 256 KiB).
+#include "external_format.hpp"
+
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include <grove/remote.hpp>
+
+#include "utf8.hpp"
+
+namespace grove::dist::internal {
+
+namespace {
+
+enum tag : std::uint8_t {
+  new_float_ext = 70,
+  bit_binary_ext = 77,
+  compressed = 80,
+  atom_cache_ref = 82,
+  new_pid_ext = 88,
+  new_port_ext = 89,
+  newer_reference_ext = 90,
+  small_integer_ext = 97,
+  integer_ext = 98,
+  float_ext = 99,
+  atom_ext = 100,
+  reference_ext = 101,
+  port_ext = 102,
+  pid_ext = 103,
+  small_tuple_ext = 104,
+  large_tuple_ext = 105,
+  nil_ext = 106,
+  string_ext = 107,
+  list_ext = 108,
+  binary_ext = 109,
+  small_big_ext = 110,
+  large_big_ext = 111,
+  new_fun_ext = 112,
+  export_ext = 113,
+  new_reference_ext = 114,
+  small_atom_ext = 115,
+  map_ext = 116,
+  fun_ext = 117,
+  atom_utf8_ext = 118,
+  small_atom_utf8_ext = 119,
+  v4_port_ext = 120,
+  local_ext = 121,
+};
+
+// ---- writing ----
+
+void put8(std::string& out, std::uint8_t v) { out += static_cast<char>(v); }
+void put16(std::string& out, std::uint16_t v) {
+  const char b[2] = {static_cast<char>(v >> 8), static_cast<char>(v)};
+  out.append(b, 2);
+}
+void put32(std::string& out, std::uint32_t v) {
+  const char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};
+  out.append(b, 4);
+}
+void put64(std::string& out, std::uint64_t v) {
+  put32(out, static_cast<std::uint32_t>(v >> 32));
+  put32(out, static_cast<std::uint32_t>(v));
+}
+
+void put_atom_text(std::string& out, std::string_view name) {
+  if (name.size() <= 255) {
+    put8(out, small_atom_utf8_ext);
+    put8(out, static_cast<std::uint8_t>(name.size()));
+  } else {
+    put8(out, atom_utf8_ext);
+    put16(out, static_cast<std::uint16_t>(name.size()));  // at most 255 characters: 1,020 bytes
+  }
+  out += name;
+}
+
+// A node's name: this node's for slot 0 (and for its own slot), else the table's. The table's names
+// never change, so a per-thread copy of the last few is always right (and no park happens in here).
+std::string_view node_text(std::uint32_t slot, const codec_context& ctx) {
+  if (slot == 0 || slot == ctx.node_slot) return ctx.node_name;
+  thread_local std::uint32_t cached_slot = 0;
+  thread_local std::string cached_name;
+  if (cached_slot != slot) {
+    cached_name = remote::node_name(slot);
+    cached_slot = slot;
+  }
+  return cached_name;
+}
+
+std::uint32_t checked_count(std::size_t n, const char* what) {
+  if (n > UINT32_MAX) throw error(errc::bad_argument, fmt::format("term_to_binary: a {} of {} elements", what, n));
+  return static_cast<std::uint32_t>(n);
+}
+
+void put_term(std::string& out, const term& t, const codec_context& ctx) {
+  switch (t.type()) {
+    case term::kind::integer: {
+      const std::int64_t v = t.as_int();
+      if (v >= 0 && v <= 255) {
+        put8(out, small_integer_ext);
+        put8(out, static_cast<std::uint8_t>(v));
+      } else if (v >= INT32_MIN && v <= INT32_MAX) {
+        put8(out, integer_ext);
+        put32(out, static_cast<std::uint32_t>(static_cast<std::int32_t>(v)));
+      } else {
+        const std::uint64_t m = v < 0 ? 0 - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
+        std::uint8_t n = 0;
+        for (std::uint64_t x = m; x; x >>= 8) ++n;
+        put8(out, small_big_ext);
+        put8(out, n);
+        put8(out, v < 0 ? 1 : 0);
+        for (std::uint8_t i = 0; i < n; ++i) put8(out, static_cast<std::uint8_t>(m >> (8 * i)));
+      }
+      return;
+    }
+    case term::kind::big_integer: {
+      const std::vector<std::uint8_t> m = t.magnitude();
+      if (m.size() <= 255) {
+        put8(out, small_big_ext);
+        put8(out, static_cast<std::uint8_t>(m.size()));
+      } else {
+        put8(out, large_big_ext);
+        put32(out, checked_count(m.size(), "big integer"));
+      }
+      put8(out, t.is_negative() ? 1 : 0);
+      out.append(reinterpret_cast<const char*>(m.data()), m.size());
+      return;
+    }
+    case term::kind::floating:
+      put8(out, new_float_ext);
+      put64(out, std::bit_cast<std::uint64_t>(t.as_double()));
+      return;
+    case term::kind::atom: put_atom_text(out, t.as_atom().name()); return;
+    case term::kind::reference: {
+      const reference& r = t.as_reference();
+      put8(out, newer_reference_ext);
+      put16(out, r.length);
+      put_atom_text(out, node_text(r.node, ctx));
+      put32(out, r.node == 0 ? ctx.creation : r.creation);
+      for (std::uint8_t i = 0; i < r.length; ++i) put32(out, r.words[i]);
+      return;
+    }
+    case term::kind::fun: {
+      const auto e = t.fun_encoding();
+      out.append(reinterpret_cast<const char*>(e.data()), e.size());
+      return;
+    }
+    case term::kind::port: {
+      const port& p = t.as_port();
+      if (p.id > UINT32_MAX) {
+        put8(out, v4_port_ext);
+        put_atom_text(out, node_text(p.node, ctx));
+        put64(out, p.id);
+      } else {
+        put8(out, new_port_ext);
+        put_atom_text(out, node_text(p.node, ctx));
+        put32(out, static_cast<std::uint32_t>(p.id));
+      }
+      put32(out, p.node == 0 ? ctx.creation : p.creation);
+      return;
+    }
+    case term::kind::pid: {
+      const pid p = t.as_pid();
+      put8(out, new_pid_ext);
+      put_atom_text(out, node_text(p.node(), ctx));
+      put32(out, p.index());
+      put32(out, p.serial());
+      put32(out, p.is_remote() ? p.creation() : ctx.creation);
+      return;
+    }
+    case term::kind::tuple: {
+      const auto e = t.elements();
+      if (e.size() <= 255) {
+        put8(out, small_tuple_ext);
+        put8(out, static_cast<std::uint8_t>(e.size()));
+      } else {
+        put8(out, large_tuple_ext);
+        put32(out, checked_count(e.size(), "tuple"));
+      }
+      for (const term& x : e) put_term(out, x, ctx);
+      return;
+    }
+    case term::kind::map: {
+      put8(out, map_ext);
+      put32(out, checked_count(t.size(), "map"));
+      for (const auto& [k, v] : t.entries()) {
+        put_term(out, k, ctx);
+        put_term(out, v, ctx);
+      }
+      return;
+    }
+    case term::kind::nil: put8(out, nil_ext); return;
+    case term::kind::list: {
+      const auto e = t.elements();
+      bool bytes = t.tail().is_nil() && e.size() <= 65535;
+      for (const term& x : e)
+        if (x.type() != term::kind::integer || x.as_int() < 0 || x.as_int() > 255) {
+          bytes = false;
+          break;
+        }
+      if (bytes) {
+        put8(out, string_ext);
+        put16(out, static_cast<std::uint16_t>(e.size()));
+        for (const term& x : e) put8(out, static_cast<std::uint8_t>(x.as_int()));
+        return;
+      }
+      put8(out, list_ext);
+      put32(out, checked_count(e.size(), "list"));
+      for (const term& x : e) put_term(out, x, ctx);
+      put_term(out, t.tail(), ctx);
+      return;
+    }
+    case term::kind::binary: {
+      const std::string_view b = t.as_binary();
+      put8(out, binary_ext);
+      put32(out, checked_count(b.size(), "binary"));
+      out += b;
+      return;
+    }
+    case term::kind::bitstring: {
+      const std::string_view b = t.as_binary();
+      put8(out, bit_binary_ext);
+      put32(out, checked_count(b.size(), "bitstring"));
+      put8(out, t.bits_in_last_byte());
+      out += b;
+      return;
+    }
+  }
+}
+
+// ---- reading ----
+
+class reader {
+ public:
+  reader(std::string_view data, std::size_t pos, const codec_context& ctx) : data_(data), pos_(pos), ctx_(ctx) {}
+  std::size_t pos() const noexcept { return pos_; }
+
+  term read_term(std::size_t depth) {
+    if (depth > max_term_depth) fail(fmt::format("a term nested deeper than {} levels", max_term_depth));
+    const std::size_t at = pos_;
+    const std::uint8_t t = u8();
+    switch (t) {
+      case small_integer_ext: return term(u8());
+      case integer_ext: return term(static_cast<std::int32_t>(u32()));
+      case new_float_ext: return check_finite(std::bit_cast<double>(u64()), at);
+      case float_ext: return old_float(at);
+      case atom_ext: return term(make_atom(latin1(u16()), at));
+      case small_atom_ext: return term(make_atom(latin1(u8()), at));
+      case atom_utf8_ext: return term(make_atom(std::string(bytes(u16())), at));
+      case small_atom_utf8_ext: return term(make_atom(std::string(bytes(u8())), at));
+      case new_pid_ext:
+      case pid_ext: {
+        const std::string node = node_name();
+        const std::uint32_t id = u32(), serial = u32();
+        const std::uint32_t creation = t == pid_ext ? u8() : u32();
+        if (is_this_node(node, creation)) return term(pid::from_parts(id, serial));
+        return term(pid::remote(slot_of(node, at), creation, id, serial));
+      }
+      case new_port_ext:
+      case v4_port_ext:
+      case port_ext: {
+        const std::string node = node_name();
+        port p;
+        p.id = t == v4_port_ext ? u64() : u32();
+        p.creation = t == port_ext ? u8() : u32();
+        p.node = is_this_node(node, p.creation) ? 0 : slot_of(node, at);
+        return term(p);
+      }
+      case newer_reference_ext:
+      case new_reference_ext: {
+        const std::uint16_t len = u16();
+        if (len < 1 || len > 5) fail(fmt::format("a reference of {} words", len), at);
+        const std::string node = node_name();
+        reference r;
+        r.creation = t == new_reference_ext ? u8() : u32();
+        r.length = static_cast<std::uint8_t>(len);
+        for (std::uint16_t i = 0; i < len; ++i) r.words[i] = u32();
+        r.node = is_this_node(node, r.creation) ? 0 : slot_of(node, at);
+        if (r.node == 0) r.creation = 0;
+        return term(r);
+      }
+      case reference_ext: {
+        const std::string node = node_name();
+        reference r;
+        r.length = 1;
+        r.words[0] = u32();
+        r.creation = u8();
+        r.node = is_this_node(node, r.creation) ? 0 : slot_of(node, at);
+        if (r.node == 0) r.creation = 0;
+        return term(r);
+      }
+      case small_tuple_ext: return tuple(u8(), depth);
+      case large_tuple_ext: return tuple(u32(), depth);
+      case map_ext: {
+        const std::uint32_t n = u32();
+        need(std::size_t{n} * 2, "map", at);
+        std::vector<std::pair<term, term>> entries;
+        entries.reserve(n);
+        for (std::uint32_t i = 0; i < n; ++i) {
+          term k = read_term(depth + 1);
+          term v = read_term(depth + 1);
+          entries.emplace_back(std::move(k), std::move(v));
+        }
+        return term::map(std::move(entries));
+      }
+      case nil_ext: return term();
+      case string_ext: {
+        const std::string_view s = bytes(u16());
+        std::vector<term> chars;
+        chars.reserve(s.size());
+        for (char c : s) chars.emplace_back(static_cast<unsigned char>(c));
+        return term::list(std::move(chars));
+      }
+      case list_ext: {
+        const std::uint32_t n = u32();
+        need(std::size_t{n} + 1, "list", at);
+        std::vector<term> elements;
+        elements.reserve(n);
+        for (std::uint32_t i = 0; i < n; ++i) elements.push_back(read_term(depth + 1));
+        term tail = read_term(depth + 1);
+        if (n == 0) fail("a list of no elements", at);
+        return term::list(std::move(elements), std::move(tail));
+      }
+      case binary_ext: return term::binary(bytes(u32()));
+      case bit_binary_ext: {
+        const std::uint32_t n = u32();
+        const std::uint8_t bits = u8();
+        const std::string_view b = bytes(n);
+        if (n == 0 || bits < 1 || bits > 8) {
+          if (n == 0 && bits == 0) return term::binary(std::string_view());  // <<>> as OTP may write it
+          fail(fmt::format("a bitstring of {} bytes with {} bits in its last", n, bits), at);
+        }
+        return term::bitstring({reinterpret_cast<const std::uint8_t*>(b.data()), b.size()}, bits);
+      }
+      case small_big_ext: return big(u8(), at);
+      case large_big_ext: return big(u32(), at);
+      case new_fun_ext: {
+        const std::uint32_t size = u32();  // counts itself
+        if (size < 4) fail("a fun of fewer than 4 bytes", at);
+        bytes(size - 4);
+        return raw_fun(at);
+      }
+      case export_ext: {
+        read_term(depth + 1);  // module
+        read_term(depth + 1);  // function
+        read_term(depth + 1);  // arity
+        return raw_fun(at);
+      }
+      case atom_cache_ref: fail("an atom cache reference (no atom cache was offered)", at);
+      case compressed: fail("a compressed term", at);
+      case local_ext: fail("a LOCAL_EXT term", at);
+      case fun_ext: fail("an old FUN_EXT fun", at);
+      default: fail(fmt::format("unknown tag {}", t), at);
+    }
+  }
+
+  [[noreturn]] void fail(const std::string& what, std::size_t at = SIZE_MAX) const {
+    throw error(errc::bad_argument, fmt::format("binary_to_term: {} at byte {}", what, at == SIZE_MAX ? pos_ : at));
+  }
+
+ private:
+  void need(std::size_t n, const char* what, std::size_t at) const {
+    if (n > data_.size() - pos_) fail(fmt::format("a {} longer than the {} bytes left", what, data_.size() - pos_), at);
+  }
+  std::string_view bytes(std::size_t n) {
+    if (n > data_.size() - pos_) fail(fmt::format("{} bytes wanted, {} left", n, data_.size() - pos_));
+    std::string_view s = data_.substr(pos_, n);
+    pos_ += n;
+    return s;
+  }
+  std::uint8_t u8() { return static_cast<std::uint8_t>(bytes(1)[0]); }
+  std::uint16_t u16() {
+    const auto b = bytes(2);
+    return static_cast<std::uint16_t>(static_cast<std::uint8_t>(b[0]) << 8 | static_cast<std::uint8_t>(b[1]));
+  }
+  std::uint32_t u32() {
+    const auto b = bytes(4);
+    std::uint32_t v = 0;
+    for (char c : b) v = v << 8 | static_cast<std::uint8_t>(c);
+    return v;
+  }
+  std::uint64_t u64() {
+    const std::uint64_t hi = u32();
+    return hi << 32 | u32();
+  }
+
+  term old_float(std::size_t at) {
+    const std::string_view s = bytes(31);
+    char buf[32];
+    std::memcpy(buf, s.data(), 31);
+    buf[31] = 0;
+    char* end = nullptr;
+    const double d = std::strtod(buf, &end);
+    if (end == buf) fail("a FLOAT_EXT that is no number", at);
+    return check_finite(d, at);
+  }
+  term check_finite(double d, std::size_t at) const {
+    if (!std::isfinite(d)) fail("a float that is not finite", at);
+    return term(d);
+  }
+
+  std::string latin1(std::size_t n) {
+    std::string out;
+    for (char c : bytes(n)) append_code_point(out, static_cast<unsigned char>(c));
+    return out;
+  }
+  grove::atom make_atom(const std::string& name, std::size_t at) const {
+    try {
+      return grove::atom(name);
+    } catch (const error& e) {
+      fail(e.what(), at);
+    }
+  }
+  // A node name where an atom is expected (pids, ports, references): kept out of the atom table.
+  std::string node_name() {
+    const std::size_t at = pos_;
+    const std::uint8_t t = u8();
+    std::string name;
+    switch (t) {
+      case atom_ext: name = latin1(u16()); break;
+      case small_atom_ext: name = latin1(u8()); break;
+      case atom_utf8_ext: name = std::string(bytes(u16())); break;
+      case small_atom_utf8_ext: name = std::string(bytes(u8())); break;
+      default: fail(fmt::format("a node name of tag {}", t), at);
+    }
+    if (name.empty() || name.size() > 255 || code_points(name) < 0) fail("an invalid node name", at);
+    return name;
+  }
+  bool is_this_node(const std::string& node, std::uint32_t creation) const noexcept {
+    return creation == ctx_.creation && node == ctx_.node_name;
+  }
+  std::uint32_t slot_of(const std::string& node, std::size_t at) const {
+    try {
+      return remote::node_slot(node);
+    } catch (const error& e) {
+      fail(e.what(), at);
+    }
+  }
+  term tuple(std::uint32_t n, std::size_t depth) {
+    const std::size_t at = pos_;
+    need(n, "tuple", at);
+    std::vector<term> elements;
+    elements.reserve(n);
+    for (std::uint32_t i = 0; i < n; ++i) elements.push_back(read_term(depth + 1));
+    return term::tuple(std::move(elements));
+  }
+  term big(std::uint32_t n, std::size_t at) {
+    const std::uint8_t sign = u8();
+    if (sign > 1) fail(fmt::format("a big integer of sign {}", sign), at);
+    const std::string_view m = bytes(n);
+    return term::big_integer(sign == 1, {reinterpret_cast<const std::uint8_t*>(m.data()), m.size()});
+  }
+  term raw_fun(std::size_t at) const {
+    const std::string_view e = data_.substr(at, pos_ - at);
+    return term::fun_from_encoding({reinterpret_cast<const std::uint8_t*>(e.data()), e.size()});
+  }
+
+  std::string_view data_;
+  std::size_t pos_;
+  const codec_context& ctx_;
+};
+
+}  // namespace
+
+codec_context current_codec_context() {
+  codec_context ctx;
+  try {
+    ctx.node_name = remote::this_node();
+    ctx.creation = remote::this_creation();
+  } catch (const error&) {
+    // No runtime: nonode@nohost, creation 0, as a non-distributed Erlang node.
+  }
+  ctx.node_slot = remote::node_slot(ctx.node_name);
+  return ctx;
+}
+
+void encode_term(std::string& out, const term& t, const codec_context& ctx) { put_term(out, t, ctx); }
+
+term decode_term(std::string_view data, std::size_t& pos, const codec_context& ctx) {
+  reader r(data, pos, ctx);
+  term t = r.read_term(0);
+  pos = r.pos();
+  return t;
+}
+
+}  // namespace grove::dist::internal
+
+namespace grove {
+
+std::string term_to_binary(const term& t) {
+  const dist::internal::codec_context ctx = dist::internal::current_codec_context();
+  std::string out;
+  out += static_cast<char>(dist::internal::version_magic);
+  dist::internal::encode_term(out, t, ctx);
+  return out;
+}
+
+term binary_to_term(std::string_view bytes) {
+  const dist::internal::codec_context ctx = dist::internal::current_codec_context();
+  if (bytes.empty() || static_cast<std::uint8_t>(bytes[0]) != dist::internal::version_magic)
+    throw error(errc::bad_argument, "binary_to_term: no version byte 131 at byte 0");
+  std::size_t pos = 1;
+  term t = dist::internal::decode_term(bytes, pos, ctx);
+  if (pos != bytes.size()) throw error(errc::bad_argument, fmt::format("binary_to_term: {} bytes after the term", bytes.size() - pos));
+  return t;
+}
+
+}  // namespace grove

@@ -1,0 +1,34 @@
+// external_format.hpp: Erlang's external term format, both ways (design in external_format.cpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <grove/term.hpp>
+
+namespace grove::dist::internal {
+
+// What a pid, reference or port of this node is called on the wire.
+struct codec_context {
+  std::string node_name = "nonode@nohost";  // this node's name
+  std::uint32_t node_slot = 0;              // remote::node_slot(node_name)
+  std::uint32_t creation = 0;               // this node's creation
+};
+
+// This runtime's context (grove/remote.hpp's this_node, this_creation), or nonode@nohost and 0
+// without a runtime.
+codec_context current_codec_context();
+
+inline constexpr std::uint8_t version_magic = 131;
+
+// Appends t's encoding, without the version byte. Throws grove::error(errc::bad_argument) for a
+// term the format cannot carry (a list, tuple or map of 2^32 elements or more).
+void encode_term(std::string& out, const term& t, const codec_context& ctx);
+
+// Decodes one term that starts at data[pos] (no version byte), advancing pos past it. Throws
+// grove::error(errc::bad_argument) naming what is wrong and its offset.
+term decode_term(std::string_view data, std::size_t& pos, const codec_context& ctx);
+
+}  // namespace grove::dist::internal
