@@ -55,6 +55,7 @@ const char* to_string(log_kind kind) noexcept {
     case log_kind::supervisor: return "supervisor";
     case log_kind::service: return "service";
     case log_kind::unmatched_mail: return "unmatched_mail";
+    case log_kind::distribution: return "distribution";
   }
   return "unknown";
 }

@@ -46,6 +46,8 @@ enum class log_kind {
                    // receive has matched (reported once per process; the text names the types)
   trace,           // grove/trace.hpp: a trace file written (GROVE_TRACE), or that could not be
   top_socket,      // runtime_config::top_socket (tools/top's socket) could not be opened
+  distribution,    // grove::dist: a node connected or went down (and why), a refused or malformed
+                   // peer, a message that has no term form and was dropped
 };
 
 // The name of the kind: "crash_report", ...; of the level: "error", "warning", "info". fmt formats both so.

@@ -1,0 +1,565 @@
+// connection.cpp: one connection to another node, once the handshake is done.
+//
+// ## Processes and ownership
+// Two processes share the socket: the writer writes, the reader reads (grove/net.hpp allows one of
+// each). Everything else about the connection is in this object, under its mutex, touched by
+// whoever holds it for a few instructions and never across a park:
+//   - outgoing frames: any thread that sends to the node (the router runs in the sender's thread)
+//     appends its frame, already encoded, to `out_`; the one whose frame found the queue empty wakes
+//     the writer with a message. The writer takes the whole queue at once and writes it as one
+//     buffer (up to 256 KiB; a frame of 64 KiB or more is written as it is), so frames from one
+//     sender leave in the order sent, and a busy connection costs a syscall per batch, not per
+//     message. Rejected: a message to the writer per frame (a mailbox node and a wake each time),
+//     and writing from the sender's thread (a sender would wait on the socket, and two would
+//     interleave).
+//   - the bookkeeping OTP needs to answer for a lost connection: links across (local, remote),
+//     monitors held here on remote processes (by our ref id) and monitors held there on local ones
+//     (by a local ref id, with the watcher's reference to answer with). The router adds and removes
+//     them as it sends; the reader as signals arrive.
+//
+// ## The link protocol (OTP 23.3's UNLINK_ID, mandatory in OTP 26)
+// A local process's link set is the runtime's; this side keeps what the wire protocol adds: our
+// unacknowledged UNLINK_IDs. A LINK that arrives while one of ours to that process is outstanding is
+// ignored (the peer will take our UNLINK_ID after its LINK, and both end unlinked); an UNLINK_ID is
+// acknowledged at once, before the unlink reaches the local process, so the ack precedes anything
+// that process sends after; an exit through a link the local process no longer has is dropped by
+// the runtime itself (grove/link.hpp: unlink's guarantee).
+//
+// ## Going down (down())
+// Once: the state becomes closed, the connection leaves the node's table (the next send to that
+// node connects again, as in Erlang), the socket is shut (the reader and the writer wake with an
+// error and end), and with the lock released, every local process linked across gets exit
+// {remote, noconnection} through the link, every monitor held across gets down{noconnection}, and
+// every monitor held from across is forgotten by its target. Frames still queued are dropped (they
+// were sent to a node that went away). The reason is logged: the peer closed, no data for
+// net_ticktime, a write that could not finish within it, a malformed frame, disconnect(), stop().
+//
+// ## A hostile peer
+// A frame longer than max_frame_bytes, one that does not decode (external_format.cpp refuses what
+// is malformed), a control message the protocol does not have or with the wrong shape, a signal
+// addressed to a pid of another node: each takes this connection down with the reason, and nothing
+// else. The reader's buffer grows to the frame being read and no further.
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include <grove/dist/messages.hpp>
+#include <grove/logger.hpp>
+#include <grove/process.hpp>
+#include <grove/registry.hpp>
+
+#include "node_state.hpp"
+
+namespace grove::dist::internal {
+
+namespace {
+
+constexpr std::size_t batch_bytes = 256 * 1024;
+constexpr std::size_t direct_write_bytes = 64 * 1024;
+constexpr std::size_t read_chunk_bytes = 64 * 1024;
+
+std::uint32_t be32(const char* p) {
+  const auto* u = reinterpret_cast<const unsigned char*>(p);
+  return std::uint32_t{u[0]} << 24 | std::uint32_t{u[1]} << 16 | std::uint32_t{u[2]} << 8 | u[3];
+}
+
+[[noreturn]] void malformed(const std::string& what) { throw error(errc::bad_argument, what); }
+
+pid local_pid(const term& t, const char* what) {
+  if (!t.is_pid()) malformed(fmt::format("a {} that is not a pid: {}", what, t.to_string().substr(0, 100)));
+  const pid p = t.as_pid();
+  if (p.is_remote()) malformed(fmt::format("a {} of another node: {}", what, p));
+  return p;
+}
+
+pid remote_pid(const term& t, const char* what) {
+  if (!t.is_pid()) malformed(fmt::format("a {} that is not a pid: {}", what, t.to_string().substr(0, 100)));
+  const pid p = t.as_pid();
+  if (!p.is_remote()) malformed(fmt::format("a {} of this node: {}", what, p));
+  return p;
+}
+
+void need_arity(const term& c, std::size_t n) {
+  if (c.size() != n) malformed(fmt::format("control message {} of arity {} (not {})", c[0].as_int(), c.size(), n));
+}
+
+}  // namespace
+
+connection::connection(std::shared_ptr<node_state> node, std::uint32_t slot, std::string peer_name)
+    : node_(std::move(node)), slot_(slot), peer_name_(std::move(peer_name)) {}
+
+connection::~connection() = default;
+
+connection::state connection::current() const {
+  std::lock_guard<std::mutex> g(lock_);
+  return state_;
+}
+
+std::uint64_t connection::peer_flags() const {
+  std::lock_guard<std::mutex> g(lock_);
+  return peer_flags_;
+}
+
+connection::state connection::add_waiter(pid p) {
+  std::lock_guard<std::mutex> g(lock_);
+  if (state_ == state::connecting) waiters_.push_back(p);
+  return state_;
+}
+
+namespace {
+void notify(const std::vector<pid>& waiters, std::uint32_t slot, bool up) noexcept {
+  for (pid w : waiters) {
+    try {
+      remote::deliver_message(w, grove::detail::make_node<connection_settled>(connection_settled{slot, up}));
+    } catch (...) {
+      // Out of memory: that caller waits out its timeout.
+    }
+  }
+}
+}  // namespace
+
+pid connection::attempt_owner() const {
+  std::lock_guard<std::mutex> g(lock_);
+  return owner_;
+}
+
+void connection::set_attempt_owner(pid p) {
+  std::lock_guard<std::mutex> g(lock_);
+  owner_ = p;
+}
+
+void connection::enqueue(std::string frame) noexcept {
+  pid wake;
+  try {
+    std::lock_guard<std::mutex> g(lock_);
+    if (state_ == state::closed) return;  // sent to a node that went away: dropped
+    out_.push_back(std::move(frame));
+    if (!wake_pending_ && !writer_.is_null()) {
+      wake_pending_ = true;
+      wake = writer_;
+    }
+  } catch (...) {
+    return;  // out of memory: the frame is lost, as a message to an unreachable node
+  }
+  if (!wake.is_null()) {
+    try {
+      remote::deliver_message(wake, grove::detail::make_node<writer_wake>());
+    } catch (...) {
+      std::lock_guard<std::mutex> g(lock_);  // no wake went: let the next frame try
+      wake_pending_ = false;
+    }
+  }
+}
+
+bool connection::establish(std::shared_ptr<net::stream> s, const peer& them, pid owner) {
+  {
+    std::lock_guard<std::mutex> g(lock_);
+    if (state_ != state::connecting || owner_ != owner) return false;
+    state_ = state::up;
+    peer_flags_ = them.flags;
+    stream_ = std::move(s);
+  }
+  auto self = shared_from_this();
+  std::vector<pid> waiters;
+  try {
+    const pid w = grove::spawn([self] { self->writer_main(); });
+    const pid r = grove::spawn([self] { self->reader_main(); });
+    std::lock_guard<std::mutex> g(lock_);
+    writer_ = w;
+    reader_ = r;
+    owner_ = pid();
+    wake_pending_ = !out_.empty();  // frames queued while connecting: the writer takes them first
+    waiters.swap(waiters_);
+  } catch (const std::exception& e) {
+    down(fmt::format("could not start its processes: {}", e.what()));
+    return false;
+  }
+  notify(waiters, slot_, true);
+  report(log_level::info, fmt::format("grove::dist: {} connected to {}", node_->me.name, peer_name_));
+  return true;
+}
+
+void connection::down(const std::string& reason) noexcept {
+  std::set<std::pair<pid, pid>> links;
+  std::unordered_map<std::uint64_t, outgoing_monitor> outgoing;
+  std::unordered_map<std::uint64_t, incoming_monitor> incoming;
+  std::shared_ptr<net::stream> s;
+  pid procs[3];
+  std::vector<pid> waiters;
+  state was;
+  {
+    std::lock_guard<std::mutex> g(lock_);
+    if (state_ == state::closed) return;
+    was = state_;
+    state_ = state::closed;
+    links.swap(links_);
+    outgoing.swap(outgoing_);
+    incoming.swap(incoming_);
+    incoming_ids_.clear();
+    unlinking_.clear();
+    out_.clear();
+    s = stream_;
+    procs[0] = writer_;
+    procs[1] = reader_;
+    procs[2] = owner_;
+    waiters.swap(waiters_);
+  }
+  node_->forget(this);
+  notify(waiters, slot_, false);
+  if (s && s->is_open()) ::shutdown(s->native_handle(), SHUT_RDWR);  // wakes the reader and the writer
+  const pid me = grove::self();
+  for (pid p : procs)
+    if (!p.is_null() && p != me) remote::deliver_exit(p, pid(), exit_reason::kill(), false);
+  try {
+    const exit_reason lost = remote::noconnection();
+    for (const auto& [local, far] : links) remote::deliver_exit(local, far, lost, true);
+    for (const auto& [id, m] : outgoing) remote::deliver_down(m.watcher, m.target, id, lost);
+    for (const auto& [id, m] : incoming) remote::deliver_demonitor(m.target, m.watcher, id);
+    report(was == state::up ? log_level::warning : log_level::info,
+           fmt::format("grove::dist: connection {} {} {}: {}", node_->me.name, was == state::up ? "to" : "attempt to",
+                       peer_name_, was == state::up ? "down, " + reason : "failed, " + reason));
+  } catch (...) {
+    // Out of memory while answering: what is left unanswered is lost.
+  }
+}
+
+// ---- bookkeeping ----
+
+bool connection::record_link(pid local, pid remote) {
+  std::lock_guard<std::mutex> g(lock_);
+  if (state_ == state::closed) return false;
+  links_.emplace(local, remote);
+  unlinking_.erase({local, remote});  // a LINK sent clears an outstanding unlink (the protocol's rule)
+  return true;
+}
+
+void connection::forget_link(pid local, pid remote) {
+  std::lock_guard<std::mutex> g(lock_);
+  links_.erase({local, remote});
+}
+
+std::optional<std::uint64_t> connection::start_unlink(pid local, pid remote) {
+  std::lock_guard<std::mutex> g(lock_);
+  if (state_ == state::closed) return std::nullopt;
+  links_.erase({local, remote});
+  const std::uint64_t id = next_unlink_id_++;
+  unlinking_[{local, remote}] = id;
+  return id;
+}
+
+bool connection::unlink_pending(pid local, pid remote) const {
+  std::lock_guard<std::mutex> g(lock_);
+  return unlinking_.count({local, remote}) != 0;
+}
+
+void connection::unlink_acked(pid local, pid remote, std::uint64_t id) {
+  std::lock_guard<std::mutex> g(lock_);
+  auto it = unlinking_.find({local, remote});
+  if (it != unlinking_.end() && it->second == id) unlinking_.erase(it);
+}
+
+bool connection::record_outgoing_monitor(std::uint64_t ref, outgoing_monitor m) {
+  std::lock_guard<std::mutex> g(lock_);
+  if (state_ == state::closed) return false;
+  outgoing_.emplace(ref, std::move(m));
+  return true;
+}
+
+std::optional<outgoing_monitor> connection::take_outgoing_monitor(std::uint64_t ref) {
+  std::lock_guard<std::mutex> g(lock_);
+  auto it = outgoing_.find(ref);
+  if (it == outgoing_.end()) return std::nullopt;
+  outgoing_monitor m = std::move(it->second);
+  outgoing_.erase(it);
+  return m;
+}
+
+std::optional<std::uint64_t> connection::record_incoming_monitor(incoming_monitor m) {
+  const std::uint64_t id = remote::new_ref();
+  std::lock_guard<std::mutex> g(lock_);
+  if (state_ == state::closed) return std::nullopt;
+  incoming_ids_[{m.watcher, m.reference}] = id;
+  incoming_.emplace(id, std::move(m));
+  return id;
+}
+
+std::optional<incoming_monitor> connection::take_incoming_monitor(std::uint64_t id) {
+  std::lock_guard<std::mutex> g(lock_);
+  auto it = incoming_.find(id);
+  if (it == incoming_.end()) return std::nullopt;
+  incoming_monitor m = std::move(it->second);
+  incoming_.erase(it);
+  incoming_ids_.erase({m.watcher, m.reference});
+  return m;
+}
+
+std::optional<std::pair<std::uint64_t, incoming_monitor>> connection::take_incoming_monitor(pid watcher, const term& reference) {
+  std::lock_guard<std::mutex> g(lock_);
+  auto by_ref = incoming_ids_.find({watcher, reference});
+  if (by_ref == incoming_ids_.end()) return std::nullopt;
+  const std::uint64_t id = by_ref->second;
+  incoming_ids_.erase(by_ref);
+  auto it = incoming_.find(id);
+  if (it == incoming_.end()) return std::nullopt;
+  std::pair<std::uint64_t, incoming_monitor> out{id, std::move(it->second)};
+  incoming_.erase(it);
+  return out;
+}
+
+// ---- the writer ----
+
+void connection::writer_main() {
+  const auto tick = std::max(node_->options.net_ticktime / 4, std::chrono::milliseconds(1));
+  const auto write_limit = std::max(node_->options.net_ticktime, std::chrono::milliseconds(1000));
+  std::shared_ptr<net::stream> s;
+  {
+    std::lock_guard<std::mutex> g(lock_);
+    s = stream_;
+  }
+  std::deque<std::string> frames;
+  std::string batch;
+  const auto write = [&](std::string_view bytes) {
+    if (auto e = s->write_all(bytes, write_limit)) {
+      down(e == errc::timeout ? fmt::format("the peer took nothing for {} ms", write_limit.count())
+                              : fmt::format("write: {}", e.message()));
+      return false;
+    }
+    return true;
+  };
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> g(lock_);
+      if (state_ == state::closed) return;
+      frames.swap(out_);
+      wake_pending_ = false;
+    }
+    if (frames.empty()) {
+      const bool woke = grove::receive([](writer_wake) { return true; }, grove::after(tick, [] { return false; }));
+      if (!woke && !write(std::string_view("\0\0\0\0", 4))) return;  // a tick: we are alive
+      continue;
+    }
+    batch.clear();
+    for (std::string& f : frames) {
+      if (f.size() >= direct_write_bytes) {
+        if (!batch.empty() && !write(batch)) return;
+        batch.clear();
+        if (!write(f)) return;
+        continue;
+      }
+      if (batch.size() + f.size() > batch_bytes) {
+        if (!write(batch)) return;
+        batch.clear();
+      }
+      batch += f;
+    }
+    if (!batch.empty() && !write(batch)) return;
+    frames.clear();
+    if (batch.capacity() > 4 * batch_bytes) std::string().swap(batch);
+  }
+}
+
+// ---- the reader ----
+
+void connection::reader_main() {
+  const std::size_t max_frame = node_->options.max_frame_bytes;
+  const auto silence = node_->options.net_ticktime;
+  std::shared_ptr<net::stream> s;
+  {
+    std::lock_guard<std::mutex> g(lock_);
+    s = stream_;
+  }
+  std::string buf(read_chunk_bytes, '\0');
+  std::size_t begin = 0, end = 0;
+  for (;;) {
+    std::size_t want = 4;  // bytes the next frame needs in the buffer
+    while (end - begin >= 4) {
+      const std::size_t len = be32(buf.data() + begin);
+      if (len == 0) {  // a tick
+        begin += 4;
+        continue;
+      }
+      if (len > max_frame) {
+        down(fmt::format("the peer sent a frame of {} bytes, past max_frame_bytes ({})", len, max_frame));
+        return;
+      }
+      if (end - begin - 4 < len) {
+        want = 4 + len;
+        break;
+      }
+      try {
+        handle_frame(std::string_view(buf.data() + begin + 4, len));
+      } catch (const error& e) {
+        down(fmt::format("a malformed frame from the peer: {}", e.what()));
+        return;
+      } catch (const std::bad_alloc&) {
+        down("out of memory reading a frame");
+        return;
+      }
+      begin += 4 + len;
+    }
+    // Room for the next read: move what is left to the front, grow to the frame being read, and give
+    // back the room a large frame took once it is read.
+    if (begin == end) {
+      begin = end = 0;
+      if (buf.size() > 16 * read_chunk_bytes) std::string(read_chunk_bytes, '\0').swap(buf);
+    } else if (begin > 0) {
+      std::memmove(buf.data(), buf.data() + begin, end - begin);
+      end -= begin;
+      begin = 0;
+    }
+    if (buf.size() < want) buf.resize(want);
+    if (buf.size() - end < read_chunk_bytes / 4 && buf.size() < want + read_chunk_bytes) buf.resize(end + read_chunk_bytes);
+    auto n = s->read_some(buf.data() + end, buf.size() - end, silence);
+    if (!n) {
+      down(n.error() == errc::timeout ? fmt::format("no data from the peer for net_ticktime ({} ms)", silence.count())
+                                      : fmt::format("read: {}", n.error().message()));
+      return;
+    }
+    if (*n == 0) {
+      down("the peer closed the connection");
+      return;
+    }
+    end += *n;
+  }
+}
+
+void connection::reply_frame(const term& control, const term* payload) { enqueue(node_->frame(control, payload)); }
+
+void connection::handle_frame(std::string_view bytes) {
+  frame f = read_frame(bytes, node_->ctx);
+  const term& c = f.control;
+  const std::int64_t kind = c[0].as_int();
+  const auto payload = [&]() -> term& {
+    if (!f.has_payload) malformed(fmt::format("control message {} without its payload", kind));
+    return f.payload;
+  };
+  switch (kind) {
+    case op::send:
+    case op::send_tt: {  // {2, Unused, To} + Msg
+      need_arity(c, kind == op::send ? 3 : 4);
+      remote::deliver_message(local_pid(c[2], "send's target"), arrived_message(std::move(payload())));
+      return;
+    }
+    case op::send_sender:
+    case op::send_sender_tt: {  // {22, From, To} + Msg
+      need_arity(c, kind == op::send_sender ? 3 : 4);
+      remote::deliver_message(local_pid(c[2], "send's target"), arrived_message(std::move(payload())));
+      return;
+    }
+    case op::reg_send:
+    case op::reg_send_tt: {  // {6, From, Unused, ToName} + Msg
+      need_arity(c, kind == op::reg_send ? 4 : 5);
+      if (!c[3].is_atom()) malformed("a REG_SEND to a name that is not an atom");
+      const pid to = grove::whereis(c[3].as_atom().name());
+      if (!to.is_null()) remote::deliver_message(to, arrived_message(std::move(payload())));  // else dropped, as Erlang's
+      return;
+    }
+    case op::alias_send:
+    case op::alias_send_tt: {  // {33, From, Alias} + Msg
+      need_arity(c, kind == op::alias_send ? 3 : 4);
+      if (!c[2].is_reference()) malformed("an ALIAS_SEND to something that is not a reference");
+      if (auto a = alias_of(c[2].as_reference())) remote::deliver_to_alias(*a, arrived_message(std::move(payload())));
+      return;  // not an alias of ours: dropped, as to an inactive alias
+    }
+    case op::link: {  // {1, From, To}
+      need_arity(c, 3);
+      const pid from = remote_pid(c[1], "LINK's sender"), to = local_pid(c[2], "LINK's target");
+      if (unlink_pending(to, from)) return;  // the peer will take our UNLINK_ID next: both end unlinked
+      if (!record_link(to, from)) return;
+      remote::deliver_link(to, from);
+      return;
+    }
+    case op::unlink_id: {  // {35, Id, From, To}
+      need_arity(c, 4);
+      const pid from = remote_pid(c[2], "UNLINK_ID's sender"), to = local_pid(c[3], "UNLINK_ID's target");
+      if (!unlink_pending(to, from)) forget_link(to, from);
+      reply_frame(term::tuple({op::unlink_id_ack, c[1], c[3], c[2]}), nullptr);  // first, then the unlink
+      remote::deliver_unlink(to, from);
+      return;
+    }
+    case op::unlink: {  // {4, From, To}: the old protocol
+      need_arity(c, 3);
+      const pid from = remote_pid(c[1], "UNLINK's sender"), to = local_pid(c[2], "UNLINK's target");
+      forget_link(to, from);
+      remote::deliver_unlink(to, from);
+      return;
+    }
+    case op::unlink_id_ack: {  // {36, Id, From, To}
+      need_arity(c, 4);
+      if (!c[1].is_integer()) malformed("an UNLINK_ID_ACK whose id is not an integer");
+      const pid from = remote_pid(c[2], "UNLINK_ID_ACK's sender"), to = local_pid(c[3], "UNLINK_ID_ACK's target");
+      if (c[1].type() == term::kind::integer) unlink_acked(to, from, static_cast<std::uint64_t>(c[1].as_int()));
+      return;
+    }
+    case op::exit:
+    case op::exit_tt:
+    case op::payload_exit:
+    case op::payload_exit_tt:
+    case op::exit2:
+    case op::exit2_tt:
+    case op::payload_exit2:
+    case op::payload_exit2_tt: {
+      // {3, From, To, Reason}, {13, From, To, Token, Reason}, {24, From, To} + Reason, {25, From, To, Token} + Reason;
+      // the same for exit/2: 8, 18, 26, 27.
+      const bool via_link = kind == op::exit || kind == op::exit_tt || kind == op::payload_exit || kind == op::payload_exit_tt;
+      const bool has_payload = kind == op::payload_exit || kind == op::payload_exit_tt || kind == op::payload_exit2 ||
+                               kind == op::payload_exit2_tt;
+      const bool traced = kind == op::exit_tt || kind == op::payload_exit_tt || kind == op::exit2_tt || kind == op::payload_exit2_tt;
+      need_arity(c, 3 + (traced ? 1 : 0) + (has_payload ? 0 : 1));
+      const pid from = remote_pid(c[1], "exit's sender"), to = local_pid(c[2], "exit's target");
+      const term& reason = has_payload ? payload() : c[c.size() - 1];
+      if (via_link) forget_link(to, from);
+      remote::deliver_exit(to, from, to_exit_reason(reason), via_link);
+      return;
+    }
+    case op::monitor_p: {  // {19, From, ToProc, Ref}
+      need_arity(c, 4);
+      const pid watcher = remote_pid(c[1], "MONITOR_P's watcher");
+      if (!c[3].is_reference()) malformed("a MONITOR_P whose reference is not one");
+      pid target;
+      if (c[2].is_atom()) {
+        target = grove::whereis(c[2].as_atom().name());
+      } else {
+        target = local_pid(c[2], "MONITOR_P's target");
+      }
+      if (target.is_null()) {  // nobody holds the name: noproc at once
+        const term reason(atom("noproc"));
+        reply_frame(term::tuple({op::payload_monitor_p_exit, c[2], c[1], c[3]}), &reason);
+        return;
+      }
+      if (auto id = record_incoming_monitor({target, watcher, c[3], c[2]})) remote::deliver_monitor(target, watcher, *id);
+      return;
+    }
+    case op::demonitor_p: {  // {20, From, ToProc, Ref}
+      need_arity(c, 4);
+      const pid watcher = remote_pid(c[1], "DEMONITOR_P's watcher");
+      if (auto m = take_incoming_monitor(watcher, c[3])) remote::deliver_demonitor(m->second.target, watcher, m->first);
+      return;
+    }
+    case op::monitor_p_exit:
+    case op::payload_monitor_p_exit: {  // {21, FromProc, ToPid, Ref, Reason}, {28, FromProc, ToPid, Ref} + Reason
+      need_arity(c, kind == op::monitor_p_exit ? 5 : 4);
+      const pid watcher = local_pid(c[2], "MONITOR_P_EXIT's watcher");
+      if (!c[3].is_reference()) malformed("a MONITOR_P_EXIT whose reference is not one");
+      const term& reason = kind == op::monitor_p_exit ? c[4] : payload();
+      if (auto id = monitor_id_of(c[3].as_reference()))
+        if (auto m = take_outgoing_monitor(*id)) remote::deliver_down(watcher, m->target, *id, to_exit_reason(reason));
+      return;  // a monitor we no longer hold (demonitored meanwhile): nothing to do
+    }
+    case op::spawn_request:
+    case op::spawn_request_tt: {  // {29, ReqId, From, GroupLeader, MFA, Opts} + Args: no Erlang code here
+      if (c.size() < 6) malformed("a SPAWN_REQUEST of the wrong arity");
+      reply_frame(term::tuple({op::spawn_reply, c[1], c[2], 0, term(atom("notsup"))}), nullptr);
+      return;
+    }
+    case op::node_link:
+    case op::group_leader:
+      return;  // nothing to do: Grove processes have no group leaders
+    default: malformed(fmt::format("unknown control message {}", kind));
+  }
+}
+
+}  // namespace grove::dist::internal
