@@ -7,7 +7,7 @@
 -export([start/0]).
 -export([echo/0, spawn_echo/0, linker/2, trapper/1, watcher/2, watcher_by_name/3, exit2/2, link_to/1,
          send_many/2, receive_many/2, call/3, call_name/4, start_kv/1, kv_state/1, ping/1,
-         alias_reply/2, make_alias/1, node_monitor/1, spawn_unlinker/2, sleeper/0, send_to/2, collector/0, collected/1, ping_forever/1]).
+         alias_reply/2, make_alias/1, node_monitor/1, spawn_unlinker/2, sleeper/0, send_to/2, collector/0, collected/1, ping_forever/1, ping_at/3]).
 -export([init/1, handle_call/3, handle_cast/2, handle_info/2]).
 
 start() ->
@@ -161,3 +161,11 @@ collected(C) ->
 %% Pings Node every 200 ms for ever (a node whose cookie is wrong knocks at the door).
 ping_forever(Node) -> spawn(fun() -> ping_loop(Node) end), ok.
 ping_loop(Node) -> net_adm:ping(Node), timer:sleep(200), ping_loop(Node).
+
+%% At wall-clock time At (ms since the epoch), pings Node and reports {pinged, Result} to Report.
+ping_at(Node, At, Report) ->
+    spawn(fun() ->
+                  timer:sleep(max(0, At - os:system_time(millisecond))),
+                  Report ! {pinged, net_adm:ping(Node)}
+          end),
+    ok.

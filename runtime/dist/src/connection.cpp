@@ -131,6 +131,13 @@ void connection::set_attempt_owner(pid p) {
   owner_ = p;
 }
 
+bool connection::claim_attempt(pid connector) {
+  std::lock_guard<std::mutex> g(lock_);
+  if (state_ != state::connecting || !owner_.is_null()) return false;
+  owner_ = connector;
+  return true;
+}
+
 void connection::enqueue(std::string frame) noexcept {
   pid wake;
   try {
@@ -440,13 +447,15 @@ void connection::handle_frame(std::string_view bytes) {
     case op::send:
     case op::send_tt: {  // {2, Unused, To} + Msg
       need_arity(c, kind == op::send ? 3 : 4);
-      remote::deliver_message(local_pid(c[2], "send's target"), arrived_message(std::move(payload())));
+      const pid to = local_pid(c[2], "send's target");  // before the message node exists: it may throw
+      remote::deliver_message(to, arrived_message(std::move(payload())));
       return;
     }
     case op::send_sender:
     case op::send_sender_tt: {  // {22, From, To} + Msg
       need_arity(c, kind == op::send_sender ? 3 : 4);
-      remote::deliver_message(local_pid(c[2], "send's target"), arrived_message(std::move(payload())));
+      const pid to = local_pid(c[2], "send's target");  // before the message node exists: it may throw
+      remote::deliver_message(to, arrived_message(std::move(payload())));
       return;
     }
     case op::reg_send:

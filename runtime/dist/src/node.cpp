@@ -85,6 +85,7 @@ const atom& empty_atom() {
 
 void run_connector(std::shared_ptr<node_state> node, std::shared_ptr<connection> conn) {
   const pid me = grove::self();
+  if (!conn->claim_attempt(me)) return;  // the peer's own attempt took this connection over first
   const auto deadline = std::chrono::steady_clock::now() + node->options.setup_timeout;
   const std::string& peer_name = conn->peer_name();
   const auto at = peer_name.find('@');
@@ -189,8 +190,7 @@ void run_net_kernel(std::shared_ptr<node_state> node) {
     grove::receive(
         [&](connect_request r) {
           auto conn = r.conn;
-          const pid c = grove::spawn([node, conn] { run_connector(node, conn); });
-          conn->set_attempt_owner(c);
+          grove::spawn([node, conn] { run_connector(node, conn); });
         },
         [&](term t) {
           if (auto call = as_call(t)) {

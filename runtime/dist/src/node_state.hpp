@@ -70,6 +70,9 @@ class connection : public std::enable_shared_from_this<connection> {
   // The process that may establish this connection now (a connector, or an incoming handshake).
   pid attempt_owner() const;
   void set_attempt_owner(pid p);
+  // A connector's claim: true if the connection is connecting and nobody owns the attempt yet (an
+  // incoming handshake may have taken it over before the connector started).
+  bool claim_attempt(pid connector);
 
   // Process context. The handshake succeeded: starts the writer and the reader on `s`. False (and
   // nothing started) if `owner` is no longer the attempt's owner or the connection is closed.
