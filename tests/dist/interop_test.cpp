@@ -297,6 +297,38 @@ TEST_CASE("Erlang → Grove: a thousand link/unlink races leave both sides unlin
   grove::exit(p, grove::exit_reason::kill());
 }
 
+TEST_CASE("Grove → Erlang: a thousand link/unlink races from a Grove process leave both sides unlinked") {
+  connected c;
+  auto& erl = c.erl;
+  const term trapper = erl.run("trapper", {term(grove::self())});
+  receive_term([](const term& t) { return t.is_record("trapper", 2); });
+  grove::pid p = grove::spawn([far = trapper.as_pid(), me = grove::self()] {
+    for (int i = 0; i < 1000; ++i) {
+      grove::link(far);
+      grove::unlink(far);
+    }
+    grove::link(far);  // one more, kept: the Erlang side must show exactly this one, then none
+    grove::send(me, a("linked_once"));
+    grove::receive([](term t) {
+      if (t.is_atom("unlink")) return;
+    });
+    grove::unlink(far);
+    grove::send(me, a("unlinked"));
+    grove::receive([](term) {});
+  });
+  receive_term([](const term& t) { return t.is_atom("linked_once"); });
+  // Frames from this node reach the Erlang node in the order they were queued, so the run below
+  // is read there after every LINK and UNLINK_ID the loop sent.
+  CHECK(erl.run("links_of", {trapper}) == term::list({term(p)}));
+  grove::send(p, a("unlink"));
+  receive_term([](const term& t) { return t.is_atom("unlinked"); });
+  CHECK(erl.run("links_of", {trapper}) == term());
+  CHECK(!grove::receive(grove::when([](const term& t) { return t.is_record("got_exit", 3); }, [](term) { return true; }),
+                        grove::after(200ms, [] { return false; })));
+  grove::exit(p, grove::exit_reason::kill());
+  grove::send(trapper.as_pid(), tuple({a("die"), a("normal")}));
+}
+
 TEST_CASE("both ways: monitors fire with the reason, noproc for a dead process, and demonitor stops them") {
   connected c;
   auto& erl = c.erl;

@@ -140,16 +140,39 @@ bool connection::claim_attempt(pid connector) {
 
 void connection::enqueue(std::string frame) noexcept {
   pid wake;
+  std::shared_ptr<net::stream> direct;  // set: this thread writes the frame itself (see "Outgoing frames")
   try {
     std::lock_guard<std::mutex> g(lock_);
     if (state_ == state::closed) return;  // sent to a node that went away: dropped
-    out_.push_back(std::move(frame));
-    if (!wake_pending_ && !writer_.is_null()) {
-      wake_pending_ = true;
-      wake = writer_;
+    if (state_ == state::up && !writing_ && out_.empty() && stream_) {
+      writing_ = true;
+      direct = stream_;
+    } else {
+      out_.push_back(std::move(frame));
+      if (!writing_ && !wake_pending_ && !writer_.is_null()) {
+        wake_pending_ = true;
+        wake = writer_;
+      }
     }
   } catch (...) {
     return;  // out of memory: the frame is lost, as a message to an unreachable node
+  }
+  if (direct) {
+    // One non-blocking send: all of it goes (the usual case), or the rest waits for the writer.
+    const ssize_t n = ::send(direct->native_handle(), frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    const std::size_t sent = n > 0 ? static_cast<std::size_t>(n) : 0;
+    try {
+      std::lock_guard<std::mutex> g(lock_);
+      writing_ = false;
+      if (sent < frame.size() && state_ != state::closed) out_.push_front(frame.substr(sent));  // before anything queued meanwhile
+      if (!out_.empty() && !wake_pending_ && !writer_.is_null()) {
+        wake_pending_ = true;
+        wake = writer_;
+      }
+    } catch (...) {
+      // Out of memory keeping the rest: the connection's stream is cut mid-frame; the peer will
+      // refuse what follows and close it (its reader sees a malformed frame).
+    }
   }
   if (!wake.is_null()) {
     try {
@@ -336,33 +359,61 @@ void connection::writer_main() {
     }
     return true;
   };
+  // A tick goes out between frames only: it takes the write side as a batch does.
+  const auto write_tick = [&] {
+    {
+      std::lock_guard<std::mutex> g(lock_);
+      if (writing_ || !out_.empty()) return true;  // someone is writing, or frames are coming: no tick needed
+      writing_ = true;
+    }
+    const bool ok = write(std::string_view("\0\0\0\0", 4));
+    std::lock_guard<std::mutex> g(lock_);
+    writing_ = false;
+    return ok;
+  };
   for (;;) {
+    bool busy = false;
     {
       std::lock_guard<std::mutex> g(lock_);
       if (state_ == state::closed) return;
-      frames.swap(out_);
-      wake_pending_ = false;
+      if (writing_) {
+        busy = true;  // a sender is in its one non-blocking send: a few microseconds
+      } else {
+        frames.swap(out_);
+        wake_pending_ = false;
+        writing_ = !frames.empty();
+      }
+    }
+    if (busy) {
+      grove::yield();
+      continue;
     }
     if (frames.empty()) {
       const bool woke = grove::receive([](writer_wake) { return true; }, grove::after(tick, [] { return false; }));
-      if (!woke && !write(std::string_view("\0\0\0\0", 4))) return;  // a tick: we are alive
+      if (!woke && !write_tick()) return;  // a tick: we are alive
       continue;
     }
     batch.clear();
+    bool ok = true;
     for (std::string& f : frames) {
       if (f.size() >= direct_write_bytes) {
-        if (!batch.empty() && !write(batch)) return;
+        if (!batch.empty() && !(ok = write(batch))) break;
         batch.clear();
-        if (!write(f)) return;
+        if (!(ok = write(f))) break;
         continue;
       }
       if (batch.size() + f.size() > batch_bytes) {
-        if (!write(batch)) return;
+        if (!(ok = write(batch))) break;
         batch.clear();
       }
       batch += f;
     }
-    if (!batch.empty() && !write(batch)) return;
+    if (ok && !batch.empty()) ok = write(batch);
+    {
+      std::lock_guard<std::mutex> g(lock_);
+      writing_ = false;
+    }
+    if (!ok) return;
     frames.clear();
     if (batch.capacity() > 4 * batch_bytes) std::string().swap(batch);
   }

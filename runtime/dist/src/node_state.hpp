@@ -110,6 +110,7 @@ class connection : public std::enable_shared_from_this<connection> {
   state state_ = state::connecting;                 // guarded by lock_
   std::deque<std::string> out_;                     // guarded by lock_: frames for the writer
   bool wake_pending_ = false;                       // guarded by lock_: a wake is on its way to the writer
+  bool writing_ = false;                            // guarded by lock_: someone holds the socket's write side
   pid writer_, reader_, owner_;                     // guarded by lock_
   std::vector<pid> waiters_;                        // guarded by lock_: dist::connect callers
   std::uint64_t peer_flags_ = 0;                    // guarded by lock_ (set once, at establish)
