@@ -85,32 +85,42 @@ int run_sender(const bench::flags& f) {
   const std::int64_t n = f["n"];
   const long long mode = f["mode"];
   const term payload = f["payload"] > 0 ? term::binary(std::string(static_cast<std::size_t>(f["payload"]), 'x')) : term(42);
-  grove::dist::send("sink", peer, term::tuple({a("start"), term(grove::self()), mode, n}));
-  const grove::pid worker = grove::receive(
-      grove::when([](const term& t) { return t.is_record("ready", 2); }, [](term t) { return t[1].as_pid(); }),
-      grove::after(std::chrono::seconds(30), [] { return grove::pid(); }));
-  if (worker.is_null()) {
-    std::fprintf(stderr, "dist_send: the sink did not answer\n");
+  // The measuring side is a process, as the Erlang sender is (a scoped_process is a thread of its
+  // own: every message to it would cross threads).
+  const grove::pid main_pid = grove::self();
+  grove::spawn([&, main_pid] {
+    grove::dist::send("sink", peer, term::tuple({a("start"), term(grove::self()), mode, n}));
+    const grove::pid worker = grove::receive(
+        grove::when([](const term& t) { return t.is_record("ready", 2); }, [](term t) { return t[1].as_pid(); }),
+        grove::after(std::chrono::seconds(30), [] { return grove::pid(); }));
+    if (worker.is_null()) {
+      grove::send(main_pid, -1.0);
+      return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    if (mode == 0) {
+      const term msg = term::tuple({a("m"), payload});
+      for (std::int64_t i = 0; i < n; ++i) grove::send(worker, msg);
+      const term done = grove::receive([](term t) { return t; });
+      if (!done.is_record("done", 2) || done[1].as_int() != n) {
+        grove::send(main_pid, -2.0);
+        return;
+      }
+    } else {
+      const term msg = term::tuple({term(grove::self()), payload});
+      for (std::int64_t i = 0; i < n; ++i) {
+        grove::send(worker, msg);
+        grove::receive([](const term&) {});
+      }
+      grove::send(worker, a("stop"));
+    }
+    grove::send(main_pid, bench::seconds_since(t0));
+  });
+  const double secs = grove::receive([](double s) { return s; });
+  if (secs < 0) {
+    std::fprintf(stderr, "dist_send: %s\n", secs == -1.0 ? "the sink did not answer" : "the counter answered wrong");
     return 1;
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  if (mode == 0) {
-    const term msg = term::tuple({a("m"), payload});
-    for (std::int64_t i = 0; i < n; ++i) grove::send(worker, msg);
-    const term done = grove::receive([](term t) { return t; });
-    if (!done.is_record("done", 2) || done[1].as_int() != n) {
-      std::fprintf(stderr, "dist_send: the counter answered %s\n", done.to_string().c_str());
-      return 1;
-    }
-  } else {
-    const term msg = term::tuple({term(grove::self()), payload});
-    for (std::int64_t i = 0; i < n; ++i) {
-      grove::send(worker, msg);
-      grove::receive([](const term&) {});
-    }
-    grove::send(worker, a("stop"));
-  }
-  const double secs = bench::seconds_since(t0);
   bench::result("dist_send", mode == 0 ? "messages_per_second" : "round_trips_per_second", "1/s", static_cast<double>(n) / secs, f);
   grove::dist::stop();
   return 0;

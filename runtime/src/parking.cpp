@@ -95,6 +95,27 @@ constexpr std::uint64_t watch_max_ns = 5'000'000;
 constexpr std::uint64_t spin_before_park_ns = 20'000;
 }  // namespace
 
+// ## How long an idle worker spins (runtime_config::max_idle_spin)
+// 20 µs, unless idle spells have lately ended sooner than max_idle_spin: then one and a half times
+// their running average (1/4 weight to the newest), up to max_idle_spin, for one worker of the
+// runtime at a time (the others spin 20 µs, so a runtime never burns every core waiting). A spell
+// ends when the worker finds work; one that ended in a sleep counts with the sleep, so sparse work
+// (gaps of milliseconds) brings the spin back to 20 µs within a few spells, and an idle runtime
+// sleeps as before (bench/grove/idle). What it buys: a round trip between two nodes on this 2-vCPU
+// VM is two sleeps and two wake-ups without it, and the raw floor of a blocking socket ping-pong
+// between two processes here is ~95 µs (10.3-10.9 K/s; a C probe with blocking sockets and
+// TCP_NODELAY). `python3 bench/harness/dist_send.py --runs 3 --stream-n 500000 --rtt-n 30000`:
+// Grove-to-Grove round trips 8 K/s with 20 µs always, 24-30 K/s with 200 µs (Erlang-to-Erlang in
+// the same run: 7-8 K/s). Rejected: a fixed long spin (every worker burns a core after every burst
+// of work, whatever comes next) and spinning every worker (on 2 vCPUs the spinners of one node
+// take the cores the other node's workers need to answer).
+void worker::end_idle_spell() noexcept {
+  const std::uint64_t cap = 2 * static_cast<std::uint64_t>(std::chrono::nanoseconds(rt.config.max_idle_spin).count()) + spin_before_park_ns;
+  const std::uint64_t gap = std::min(now_ns() - idle_since_ns_, cap);
+  typical_gap_ns_ = typical_gap_ns_ == ~0ull ? gap : (3 * typical_gap_ns_ + gap) / 4;
+  idle_since_ns_ = 0;
+}
+
 // Work this worker could take now. Other workers' LIFO slots do not count: they are not stealable
 // while their owner is making progress, and counting them kept an idle worker spinning beside a
 // ping-pong pair, pulling on the owner's cache lines (ping_pong ran slower on 2 workers than on 1).
@@ -155,13 +176,37 @@ bool worker::park() {
   // burn up to a tenth of a core beside a busy worker and pull on its cache lines.
   const bool watched = watch_expired_;
   watch_expired_ = false;
-  // While it spins it also looks at the poller (as Go's findrunnable calls netpoll(0) before it
-  // blocks): a lone connection's next request is usually there within the spin, and waiting for
-  // the poller's sleeper to be scheduled put ~30 µs into every round trip (bench tcp_echo, C=1).
-  for (std::uint64_t until = watched ? 0 : now_ns() + spin_before_park_ns; now_ns() < until;) {
-    reap_io(true);
-    if (has_visible_work()) return false;
-    __builtin_ia32_pause();
+  const std::uint64_t spin_start = now_ns();
+  if (idle_since_ns_ == 0) idle_since_ns_ = spin_start;
+  // How long this spin lasts ("How long an idle worker spins" above).
+  std::uint64_t spin_ns = watched ? 0 : spin_before_park_ns;
+  bool long_spinner = false;
+  const auto max_spin = static_cast<std::uint64_t>(std::chrono::nanoseconds(rt.config.max_idle_spin).count());
+  if (!watched && typical_gap_ns_ < max_spin) {
+    // relaxed: a ticket among spinners, ordering nothing (two long spinners for a moment are harmless)
+    if (rt.long_spinners.fetch_add(1, std::memory_order_relaxed) == 0) {
+      long_spinner = true;
+      spin_ns = std::clamp(typical_gap_ns_ * 3 / 2, spin_before_park_ns, max_spin);
+    } else {
+      rt.long_spinners.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+  {
+    struct spin_ticket {  // given back when the spin ends, found work or not
+      runtime_state& rt;
+      bool held;
+      ~spin_ticket() {
+        if (held) rt.long_spinners.fetch_sub(1, std::memory_order_relaxed);  // relaxed: as above
+      }
+    } ticket{rt, long_spinner};
+    // While it spins it also looks at the poller (as Go's findrunnable calls netpoll(0) before it
+    // blocks): a lone connection's next request is usually there within the spin, and waiting for
+    // the poller's sleeper to be scheduled put ~30 µs into every round trip (bench tcp_echo, C=1).
+    for (std::uint64_t until = spin_start + spin_ns; now_ns() < until;) {
+      reap_io(true);
+      if (has_visible_work()) return false;
+      __builtin_ia32_pause();
+    }
   }
   {
     std::lock_guard<std::mutex> g(rt.idle_lock);

@@ -141,6 +141,8 @@ runtime_config normalise(runtime_config c) {
   if (c.stack_slots == 0) c.stack_slots = std::min(512u * c.workers, 8192u);
   if (c.stack_slots > 16384) throw error(errc::bad_argument, "runtime_config::stack_slots above 16384");
   if (c.reductions_per_slice == 0) c.reductions_per_slice = 1;
+  if (c.max_idle_spin < std::chrono::microseconds(0) || c.max_idle_spin > std::chrono::milliseconds(100))
+    throw error(errc::bad_argument, "runtime_config::max_idle_spin must be in [0, 100 ms]");
   return c;
 }
 

@@ -157,6 +157,11 @@ class worker {
   bool watch_expired_ = false;      // owner: the last park ended at its watch deadline (worker::park)
   bool suspect_ = false;            // owner: the last search saw a LIFO slot whose owner had not switched
   std::uint64_t watch_backoff_ns_;  // owner: the next watch's sleep (worker::start_watch)
+  // owner: the adaptive spin (parking.cpp, "How long an idle worker spins"): when the current idle
+  // spell began (0: working), and the gaps idle spells have lately lasted (a running average)
+  std::uint64_t idle_since_ns_ = 0;
+  std::uint64_t typical_gap_ns_ = ~0ull;
+  void end_idle_spell() noexcept;
   std::uint64_t rng_ = 0;           // owner: victim order
   struct sighting {
     std::uint64_t count = ~0ull;  // a worker's switch count
@@ -192,6 +197,7 @@ struct runtime::state : std::enable_shared_from_this<runtime::state> {
   alignas(64) std::atomic<unsigned> searching{0};  // shared: workers looking for work to steal
   std::atomic<unsigned> idle_count{0};             // shared: workers parked, or about to
   std::atomic<unsigned> watchers{0};               // shared: parked workers watching LIFO slots (worker::park)
+  std::atomic<unsigned> long_spinners{0};          // shared: workers in a spin past 20 µs (at most one; parking.cpp)
   internal::poller poller;                         // the runtime's epoll (poller.hpp)
   internal::io_table io;                           // fd registrations (io.hpp)
   internal::blocking_pool blocking;                // run_blocking's threads (blocking.hpp)

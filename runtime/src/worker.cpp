@@ -244,6 +244,7 @@ void worker::loop() {
       continue;
     }
     watch_backoff_ns_ = stuck_worker_ns;
+    if (idle_since_ns_ != 0) end_idle_spell();
     if (searching_) {
       searching_ = false;
       // Found work while searching: if we were the last searcher, wake another (ramp-up).

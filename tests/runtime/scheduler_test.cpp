@@ -187,3 +187,21 @@ TEST_CASE("a process spawned after another exits takes its execution stack, and 
   CHECK(grove::system_info().stack_image_copies == copies_before);
   for (grove::pid p : parked) grove::send(p, go{});
 }
+
+TEST_CASE("runtime_config::max_idle_spin takes 0 to 100 ms; outside that the runtime refuses to start") {
+  CHECK_THROWS_AS(grove::runtime(grove::runtime_config{.workers = 1, .max_idle_spin = std::chrono::microseconds(-1)}), grove::error);
+  CHECK_THROWS_AS(grove::runtime(grove::runtime_config{.workers = 1, .max_idle_spin = std::chrono::milliseconds(101)}), grove::error);
+  for (auto spin : {std::chrono::microseconds(0), std::chrono::microseconds(100'000)}) {
+    grove_test::runtime_fixture rt(grove::runtime_config{.max_idle_spin = spin});
+    grove::scoped_process me;
+    // Round trips with gaps on both sides of the spin: every one comes back.
+    grove::pid echo = grove::spawn([] {
+      for (;;) grove::receive([](grove::pid from) { grove::send(from, 1); });
+    });
+    for (int i = 0; i < 200; ++i) {
+      grove::send(echo, me.pid());
+      REQUIRE(grove::receive([](int) { return true; }, grove::after(grove_test::patience, [] { return false; })));
+    }
+    grove::exit(echo, grove::exit_reason::kill());
+  }
+}

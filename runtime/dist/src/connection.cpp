@@ -3,19 +3,29 @@
 // ## Processes and ownership
 // Two processes share the socket: the writer writes, the reader reads (grove/net.hpp allows one of
 // each). Everything else about the connection is in this object, under its mutex, touched by
-// whoever holds it for a few instructions and never across a park:
-//   - outgoing frames: any thread that sends to the node (the router runs in the sender's thread)
-//     appends its frame, already encoded, to `out_`; the one whose frame found the queue empty wakes
-//     the writer with a message. The writer takes the whole queue at once and writes it as one
-//     buffer (up to 256 KiB; a frame of 64 KiB or more is written as it is), so frames from one
-//     sender leave in the order sent, and a busy connection costs a syscall per batch, not per
-//     message. Rejected: a message to the writer per frame (a mailbox node and a wake each time),
-//     and writing from the sender's thread (a sender would wait on the socket, and two would
-//     interleave).
-//   - the bookkeeping OTP needs to answer for a lost connection: links across (local, remote),
-//     monitors held here on remote processes (by our ref id) and monitors held there on local ones
-//     (by a local ref id, with the watcher's reference to answer with). The router adds and removes
-//     them as it sends; the reader as signals arrive.
+// whoever holds it for a few instructions and never across a park.
+//
+// ## Outgoing frames
+// The router runs in the sender's thread and encodes there (senders encode in parallel). Then:
+//   - after a pause (no sender has written itself for direct_pause_ns), with nothing queued and
+//     nobody writing, the sender takes the write side and writes its frame with one non-blocking
+//     send: a conversation's turn costs one syscall and no hand-off (what does not go out waits at
+//     the front of the queue for the writer);
+//   - otherwise it appends the frame to `out_`, one byte buffer, and wakes the writer if nobody
+//     has; the writer takes the whole buffer and writes it (a stream of small frames costs a
+//     syscall per batch, not per message).
+// Whoever writes holds `writing_`; frames leave in the order their senders queued or wrote them, so
+// what one sender sends to one receiver arrives in order. Measured
+// (`python3 bench/harness/dist_send.py`, bench/RESULTS.md): writing every frame through the writer
+// process cost a round trip a hand-off (4.9 K round trips/s against 7.9 K written directly), and
+// writing every frame directly cost a stream a syscall per message (0.56 M messages/s against
+// 2.4-2.6 M with the pause). Rejected: a mailbox message to the writer per frame (a node and a
+// wake each), and blocking writes in the sender (a sender would wait on the socket).
+//
+// ## What a lost connection must answer
+// The links across (local, remote), monitors held here on remote processes (by our ref id) and
+// monitors held there on local ones (by a local ref id, with the watcher's reference to answer
+// with). The router adds and removes them as it sends; the reader as signals arrive.
 //
 // ## The link protocol (OTP 23.3's UNLINK_ID, mandatory in OTP 26)
 // A local process's link set is the runtime's; this side keeps what the wire protocol adds: our
@@ -58,7 +68,16 @@ namespace grove::dist::internal {
 namespace {
 
 constexpr std::size_t batch_bytes = 256 * 1024;
-constexpr std::size_t direct_write_bytes = 64 * 1024;
+// The pause after which a sender writes its frame itself (connection::enqueue): longer than the gap
+// between a stream's sends (a microsecond or less), shorter than a round trip between two nodes here
+// (~35 µs one way at best, bench/harness/dist_send.py).
+constexpr std::uint64_t direct_pause_ns = 20'000;
+
+std::uint64_t clock_ns() noexcept {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
 constexpr std::size_t read_chunk_bytes = 64 * 1024;
 
 std::uint32_t be32(const char* p) {
@@ -138,17 +157,22 @@ bool connection::claim_attempt(pid connector) {
   return true;
 }
 
-void connection::enqueue(std::string frame) noexcept {
+void connection::enqueue(std::string_view frame) noexcept {
   pid wake;
   std::shared_ptr<net::stream> direct;  // set: this thread writes the frame itself (see "Outgoing frames")
   try {
     std::lock_guard<std::mutex> g(lock_);
     if (state_ == state::closed) return;  // sent to a node that went away: dropped
-    if (state_ == state::up && !writing_ && out_.empty() && stream_) {
+    // Written at once only after a pause (a conversation's next turn): frames that follow each
+    // other closely (a stream) are queued, and the writer sends them a batch per syscall.
+    const std::uint64_t now = clock_ns();
+    const bool paused = now - last_direct_ns_ >= direct_pause_ns;
+    if (state_ == state::up && !writing_ && out_.empty() && stream_ && paused) {
       writing_ = true;
+      last_direct_ns_ = now;
       direct = stream_;
     } else {
-      out_.push_back(std::move(frame));
+      out_.append(frame);
       if (!writing_ && !wake_pending_ && !writer_.is_null()) {
         wake_pending_ = true;
         wake = writer_;
@@ -164,7 +188,7 @@ void connection::enqueue(std::string frame) noexcept {
     try {
       std::lock_guard<std::mutex> g(lock_);
       writing_ = false;
-      if (sent < frame.size() && state_ != state::closed) out_.push_front(frame.substr(sent));  // before anything queued meanwhile
+      if (sent < frame.size() && state_ != state::closed) out_.insert(0, frame.substr(sent));  // before anything queued meanwhile
       if (!out_.empty() && !wake_pending_ && !writer_.is_null()) {
         wake_pending_ = true;
         wake = writer_;
@@ -349,8 +373,7 @@ void connection::writer_main() {
     std::lock_guard<std::mutex> g(lock_);
     s = stream_;
   }
-  std::deque<std::string> frames;
-  std::string batch;
+  std::string frames;  // what this writer took from out_, written as one buffer
   const auto write = [&](std::string_view bytes) {
     if (auto e = s->write_all(bytes, write_limit)) {
       down(e == errc::timeout ? fmt::format("the peer took nothing for {} ms", write_limit.count())
@@ -379,6 +402,7 @@ void connection::writer_main() {
       if (writing_) {
         busy = true;  // a sender is in its one non-blocking send: a few microseconds
       } else {
+        frames.clear();
         frames.swap(out_);
         wake_pending_ = false;
         writing_ = !frames.empty();
@@ -393,29 +417,13 @@ void connection::writer_main() {
       if (!woke && !write_tick()) return;  // a tick: we are alive
       continue;
     }
-    batch.clear();
-    bool ok = true;
-    for (std::string& f : frames) {
-      if (f.size() >= direct_write_bytes) {
-        if (!batch.empty() && !(ok = write(batch))) break;
-        batch.clear();
-        if (!(ok = write(f))) break;
-        continue;
-      }
-      if (batch.size() + f.size() > batch_bytes) {
-        if (!(ok = write(batch))) break;
-        batch.clear();
-      }
-      batch += f;
-    }
-    if (ok && !batch.empty()) ok = write(batch);
+    const bool ok = write(frames);
     {
       std::lock_guard<std::mutex> g(lock_);
       writing_ = false;
     }
     if (!ok) return;
-    frames.clear();
-    if (batch.capacity() > 4 * batch_bytes) std::string().swap(batch);
+    if (frames.capacity() > batch_bytes * 16) std::string().swap(frames);  // after a large message
   }
 }
 
@@ -484,7 +492,9 @@ void connection::reader_main() {
   }
 }
 
-void connection::reply_frame(const term& control, const term* payload) { enqueue(node_->frame(control, payload)); }
+void connection::reply_frame(std::initializer_list<term> control, const term* payload) {
+  node_->transmit(*this, control, payload);
+}
 
 void connection::handle_frame(std::string_view bytes) {
   frame f = read_frame(bytes, node_->ctx);
@@ -536,7 +546,7 @@ void connection::handle_frame(std::string_view bytes) {
       need_arity(c, 4);
       const pid from = remote_pid(c[2], "UNLINK_ID's sender"), to = local_pid(c[3], "UNLINK_ID's target");
       if (!unlink_pending(to, from)) forget_link(to, from);
-      reply_frame(term::tuple({op::unlink_id_ack, c[1], c[3], c[2]}), nullptr);  // first, then the unlink
+      reply_frame({op::unlink_id_ack, c[1], c[3], c[2]}, nullptr);  // first, then the unlink
       remote::deliver_unlink(to, from);
       return;
     }
@@ -587,7 +597,7 @@ void connection::handle_frame(std::string_view bytes) {
       }
       if (target.is_null()) {  // nobody holds the name: noproc at once
         const term reason(atom("noproc"));
-        reply_frame(term::tuple({op::payload_monitor_p_exit, c[2], c[1], c[3]}), &reason);
+        reply_frame({op::payload_monitor_p_exit, c[2], c[1], c[3]}, &reason);
         return;
       }
       if (auto id = record_incoming_monitor({target, watcher, c[3], c[2]})) remote::deliver_monitor(target, watcher, *id);
@@ -612,7 +622,7 @@ void connection::handle_frame(std::string_view bytes) {
     case op::spawn_request:
     case op::spawn_request_tt: {  // {29, ReqId, From, GroupLeader, MFA, Opts} + Args: no Erlang code here
       if (c.size() < 6) malformed("a SPAWN_REQUEST of the wrong arity");
-      reply_frame(term::tuple({op::spawn_reply, c[1], c[2], 0, term(atom("notsup"))}), nullptr);
+      reply_frame({op::spawn_reply, c[1], c[2], 0, term(atom("notsup"))}, nullptr);
       return;
     }
     case op::node_link:

@@ -5,6 +5,38 @@
 
 namespace grove::dist::internal {
 
+namespace {
+void finish(std::string& out, std::size_t start, std::size_t max_bytes) {
+  const std::size_t n = out.size() - start - 4;
+  if (n > max_bytes || n > UINT32_MAX) {
+    out.resize(start);
+    throw error(errc::bad_argument, fmt::format("a message of {} bytes, past max_frame_bytes ({})", n, max_bytes));
+  }
+  for (int i = 0; i < 4; ++i) out[start + static_cast<std::size_t>(i)] = static_cast<char>(n >> (24 - 8 * i));
+}
+}  // namespace
+
+void append_frame(std::string& out, std::initializer_list<term> control, const term* payload, const codec_context& ctx,
+                  std::size_t max_bytes) {
+  const std::size_t start = out.size();
+  try {
+    out.append(4, '\0');
+    out += static_cast<char>(pass_through);
+    out += static_cast<char>(version_magic);
+    out += static_cast<char>(104);  // SMALL_TUPLE_EXT: control tuples have a few elements
+    out += static_cast<char>(control.size());
+    for (const term& e : control) encode_term(out, e, ctx);
+    if (payload) {
+      out += static_cast<char>(version_magic);
+      encode_term(out, *payload, ctx);
+    }
+  } catch (...) {
+    out.resize(start);
+    throw;
+  }
+  finish(out, start, max_bytes);
+}
+
 std::string make_frame(const term& control, const term* payload, const codec_context& ctx, std::size_t max_bytes) {
   std::string out(4, '\0');
   out += static_cast<char>(pass_through);
@@ -14,10 +46,7 @@ std::string make_frame(const term& control, const term* payload, const codec_con
     out += static_cast<char>(version_magic);
     encode_term(out, *payload, ctx);
   }
-  const std::size_t n = out.size() - 4;
-  if (n > max_bytes || n > UINT32_MAX)
-    throw error(errc::bad_argument, fmt::format("a message of {} bytes, past max_frame_bytes ({})", n, max_bytes));
-  for (int i = 0; i < 4; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>(n >> (24 - 8 * i));
+  finish(out, 0, max_bytes);
   return out;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -51,8 +52,13 @@ inline constexpr int unlink_id_ack = 36;
 
 inline constexpr std::uint8_t pass_through = 112;
 
-// A whole frame: length, pass-through byte, the control message and, if `payload` is given, the
-// payload term. Throws grove::error(errc::bad_argument) past max_bytes (node_options::max_frame_bytes).
+// Appends a whole frame to `out`: length, pass-through byte, the control tuple of `control`'s
+// elements (written as a tuple without making one) and, if given, the payload term. Throws
+// grove::error(errc::bad_argument) past max_bytes (node_options::max_frame_bytes); `out` then holds
+// what it held before.
+void append_frame(std::string& out, std::initializer_list<term> control, const term* payload, const codec_context& ctx,
+                  std::size_t max_bytes);
+// The same as a string, from a control tuple that is a term (tests, hostile peers).
 std::string make_frame(const term& control, const term* payload, const codec_context& ctx, std::size_t max_bytes);
 
 // A frame's contents (after its length), read: the control message and the payload if there is one.

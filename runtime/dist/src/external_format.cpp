@@ -26,6 +26,7 @@
 // term's destructor later: a process's stack is 256 KiB).
 #include "external_format.hpp"
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
@@ -36,6 +37,7 @@
 
 #include <grove/remote.hpp>
 
+#include "term_block.hpp"
 #include "utf8.hpp"
 
 namespace grove::dist::internal {
@@ -276,11 +278,11 @@ class reader {
       case float_ext: return old_float(at);
       case atom_ext: return term(make_atom(latin1(u16()), at));
       case small_atom_ext: return term(make_atom(latin1(u8()), at));
-      case atom_utf8_ext: return term(make_atom(std::string(bytes(u16())), at));
-      case small_atom_utf8_ext: return term(make_atom(std::string(bytes(u8())), at));
+      case atom_utf8_ext: return term(make_atom(bytes(u16()), at));
+      case small_atom_utf8_ext: return term(make_atom(bytes(u8()), at));
       case new_pid_ext:
       case pid_ext: {
-        const std::string node = node_name();
+        const std::string_view node = node_name();
         const std::uint32_t id = u32(), serial = u32();
         const std::uint32_t creation = t == pid_ext ? u8() : u32();
         if (is_this_node(node, creation)) return term(pid::from_parts(id, serial));
@@ -289,7 +291,7 @@ class reader {
       case new_port_ext:
       case v4_port_ext:
       case port_ext: {
-        const std::string node = node_name();
+        const std::string_view node = node_name();
         port p;
         p.id = t == v4_port_ext ? u64() : u32();
         p.creation = t == port_ext ? u8() : u32();
@@ -300,7 +302,7 @@ class reader {
       case new_reference_ext: {
         const std::uint16_t len = u16();
         if (len < 1 || len > 5) fail(fmt::format("a reference of {} words", len), at);
-        const std::string node = node_name();
+        const std::string_view node = node_name();
         reference r;
         r.creation = t == new_reference_ext ? u8() : u32();
         r.length = static_cast<std::uint8_t>(len);
@@ -310,7 +312,7 @@ class reader {
         return term(r);
       }
       case reference_ext: {
-        const std::string node = node_name();
+        const std::string_view node = node_name();
         reference r;
         r.length = 1;
         r.words[0] = u32();
@@ -429,50 +431,90 @@ class reader {
     return term(d);
   }
 
-  std::string latin1(std::size_t n) {
-    std::string out;
-    for (char c : bytes(n)) append_code_point(out, static_cast<unsigned char>(c));
-    return out;
+  // Latin-1 text as UTF-8: a view of the input when it is all ASCII (the usual case), else a copy.
+  std::string_view latin1(std::size_t n) {
+    const std::string_view raw = bytes(n);
+    bool ascii = true;
+    for (char c : raw) ascii = ascii && static_cast<unsigned char>(c) < 0x80;
+    if (ascii) return raw;
+    converted_.clear();
+    for (char c : raw) append_code_point(converted_, static_cast<unsigned char>(c));
+    return converted_;
   }
-  grove::atom make_atom(const std::string& name, std::size_t at) const {
+  // Atoms and node names repeat from frame to frame: a small per-thread cache of the last ones
+  // seen saves the table's lock and hash (the cache holds names, which never change meaning; no park
+  // happens while a term is read, so the thread's cache is this reader's for the whole read).
+  struct name_cache {
+    struct entry {
+      std::string name;
+      std::uint32_t value = 0;
+      bool used = false;
+    };
+    std::array<entry, 64> entries;
+    static std::size_t slot(std::string_view s) noexcept {
+      std::uint64_t h = 1469598103934665603ull;  // FNV-1a
+      for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+      return static_cast<std::size_t>(h & 63);
+    }
+  };
+  grove::atom make_atom(std::string_view name, std::size_t at) const {
+    thread_local name_cache cache;
+    name_cache::entry& e = cache.entries[name_cache::slot(name)];
+    if (e.used && e.name == name) return term_access::atom_at(e.value);
     try {
-      return grove::atom(name);
-    } catch (const error& e) {
-      fail(e.what(), at);
+      const grove::atom a(name);
+      e.name.assign(name);
+      e.value = a.index();
+      e.used = true;
+      return a;
+    } catch (const error& err) {
+      fail(err.what(), at);
     }
   }
   // A node name where an atom is expected (pids, ports, references): kept out of the atom table.
-  std::string node_name() {
+  std::string_view node_name() {
     const std::size_t at = pos_;
     const std::uint8_t t = u8();
-    std::string name;
+    std::string_view name;
     switch (t) {
       case atom_ext: name = latin1(u16()); break;
       case small_atom_ext: name = latin1(u8()); break;
-      case atom_utf8_ext: name = std::string(bytes(u16())); break;
-      case small_atom_utf8_ext: name = std::string(bytes(u8())); break;
+      case atom_utf8_ext: name = bytes(u16()); break;
+      case small_atom_utf8_ext: name = bytes(u8()); break;
       default: fail(fmt::format("a node name of tag {}", t), at);
     }
     if (name.empty() || name.size() > 255 || code_points(name) < 0) fail("an invalid node name", at);
     return name;
   }
-  bool is_this_node(const std::string& node, std::uint32_t creation) const noexcept {
+  bool is_this_node(std::string_view node, std::uint32_t creation) const noexcept {
     return creation == ctx_.creation && node == ctx_.node_name;
   }
-  std::uint32_t slot_of(const std::string& node, std::size_t at) const {
+  std::uint32_t slot_of(std::string_view node, std::size_t at) const {
+    thread_local name_cache cache;  // as make_atom's: a node's slot never changes
+    name_cache::entry& e = cache.entries[name_cache::slot(node)];
+    if (e.used && e.name == node) return e.value;
     try {
-      return remote::node_slot(node);
-    } catch (const error& e) {
-      fail(e.what(), at);
+      const std::uint32_t slot = remote::node_slot(node);
+      e.name.assign(node);
+      e.value = slot;
+      e.used = true;
+      return slot;
+    } catch (const error& err) {
+      fail(err.what(), at);
     }
   }
   term tuple(std::uint32_t n, std::size_t depth) {
     const std::size_t at = pos_;
     need(n, "tuple", at);
-    std::vector<term> elements;
-    elements.reserve(n);
-    for (std::uint32_t i = 0; i < n; ++i) elements.push_back(read_term(depth + 1));
-    return term::tuple(std::move(elements));
+    // Read straight into the tuple's block: the term owns the block from the start, so a throw half
+    // way frees the elements read so far (the count says how many exist).
+    auto* b = detail::allocate_block<detail::sequence_block>(std::size_t{n} * sizeof(term));
+    term t = term_access::make(term::kind::tuple, b);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      ::new (b->items() + i) term(read_term(depth + 1));
+      b->count = i + 1;
+    }
+    return t;
   }
   term big(std::uint32_t n, std::size_t at) {
     const std::uint8_t sign = u8();
@@ -488,6 +530,7 @@ class reader {
   std::string_view data_;
   std::size_t pos_;
   const codec_context& ctx_;
+  std::string converted_;  // latin1's output when it is not ASCII
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 // arrival, written at start-up: a shared_mutex, whose shared side costs one RMW.
 #include <grove/dist/messages.hpp>
 
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <shared_mutex>
@@ -35,6 +36,9 @@ const atom& a_exception() { static const atom a("exception"); return a; }
 const atom& a_max_heap_size() { static const atom a("max_heap_size"); return a; }
 
 struct registry {
+  // Decoders registered: 0 lets every arrival skip the lock (relaxed: registration happens at
+  // start-up, before messages flow; a message racing a registration may miss the new decoder).
+  std::atomic<std::size_t> decoders{0};
   std::shared_mutex lock;
   std::unordered_map<const grove::detail::message_type*, detail::to_term_fn> to;  // guarded by lock
   std::unordered_map<std::uint32_t, std::vector<detail::from_term_fn>> from;       // guarded by lock: by tag atom index
@@ -122,6 +126,7 @@ void add_message_type(const grove::detail::message_type* type, std::string_view 
   if (r.to.count(type)) throw error(errc::bad_argument, fmt::format("dist::register_message: {} is registered already", type->name()));
   r.to.emplace(type, std::move(to));
   r.from[t.index()].push_back(std::move(from));
+  r.decoders.fetch_add(1, std::memory_order_relaxed);  // see registry::decoders
 }
 
 }  // namespace detail
@@ -201,8 +206,8 @@ std::optional<term> wire_term(const grove::detail::message_node* n) {
 }
 
 grove::detail::message_node* arrived_message(term t) {
-  if (t.is_tuple() && t.size() > 0 && t[0].is_atom()) {
-    registry& r = types();
+  registry& r = types();
+  if (r.decoders.load(std::memory_order_relaxed) != 0 && t.is_tuple() && t.size() > 0 && t[0].is_atom()) {
     std::vector<dist::detail::from_term_fn> readers;
     {
       std::shared_lock<std::shared_mutex> g(r.lock);

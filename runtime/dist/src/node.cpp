@@ -74,8 +74,6 @@ std::shared_ptr<node_state> running_node() {
   return g_node;
 }
 
-term op_tuple(std::initializer_list<term> elements) { return term::tuple(elements); }
-
 const atom& empty_atom() {
   static const atom a("");
   return a;
@@ -354,8 +352,14 @@ void node_state::stop_all(const std::string& reason) noexcept {
   for (auto& c : conns) c->down(reason);
 }
 
-std::string node_state::frame(const term& control, const term* payload) const {
-  return make_frame(control, payload, ctx, options.max_frame_bytes);
+void node_state::transmit(connection& c, std::initializer_list<term> control, const term* payload) const {
+  // The calling thread's buffer: frames are built without an allocation each (no park happens
+  // between building and queueing, so the buffer is this call's).
+  thread_local std::string scratch;
+  scratch.clear();
+  append_frame(scratch, control, payload, ctx, options.max_frame_bytes);
+  c.enqueue(scratch);
+  if (scratch.capacity() > (std::size_t{1} << 20)) std::string().swap(scratch);  // after a large message
 }
 
 // ---- remote::router ----
@@ -366,10 +370,13 @@ void node_state::send(pid from, pid to, grove::detail::message_node* message) no
     if (to.node() == ctx.node_slot) return;  // a process of an earlier incarnation of this node: gone
     std::optional<term> msg = wire_term(message);
     if (!msg) return;
-    const term control = from.is_null() ? op_tuple({op::send, term(empty_atom()), term(to)})
-                                        : op_tuple({op::send_sender, term(from), term(to)});
-    std::string f = frame(control, &*msg);
-    if (auto c = find_or_connect(to.node())) c->enqueue(std::move(f));
+    if (auto c = find_or_connect(to.node())) {
+      if (from.is_null()) {
+        transmit(*c, {op::send, term(empty_atom()), term(to)}, &*msg);
+      } else {
+        transmit(*c, {op::send_sender, term(from), term(to)}, &*msg);
+      }
+    }
   } catch (const error& e) {
     report(log_level::error, fmt::format("grove::dist: a message from {} to {} dropped: {}", from, to, e.what()));
   } catch (...) {
@@ -388,7 +395,7 @@ void node_state::link(pid from, pid to) noexcept {
       remote::deliver_exit(from, to, remote::noconnection(), true);
       return;
     }
-    c->enqueue(frame(op_tuple({op::link, term(from), term(to)})));
+    transmit(*c, {op::link, term(from), term(to)});
   } catch (...) {
   }
 }
@@ -396,7 +403,7 @@ void node_state::link(pid from, pid to) noexcept {
 void node_state::unlink(pid from, pid to) noexcept {
   try {
     if (auto c = find(to.node()))
-      if (auto id = c->start_unlink(from, to)) c->enqueue(frame(op_tuple({op::unlink_id, term(*id), term(from), term(to)})));
+      if (auto id = c->start_unlink(from, to)) transmit(*c, {op::unlink_id, term(*id), term(from), term(to)});
   } catch (...) {
   }
 }
@@ -410,9 +417,9 @@ void node_state::exit(pid from, pid to, const exit_reason& reason, bool via_link
       auto c = find(to.node());
       if (!c) return;  // the link went with its connection
       c->forget_link(from, to);
-      c->enqueue(frame(op_tuple({op::payload_exit, term(sender), term(to)}), &why));
+      transmit(*c, {op::payload_exit, term(sender), term(to)}, &why);
     } else if (auto c = find_or_connect(to.node())) {
-      c->enqueue(frame(op_tuple({op::payload_exit2, term(sender), term(to)}), &why));
+      transmit(*c, {op::payload_exit2, term(sender), term(to)}, &why);
     }
   } catch (...) {
   }
@@ -430,7 +437,7 @@ void node_state::monitor(pid watcher, pid target, std::uint64_t ref, std::string
       return;
     }
     const term what = name.empty() ? term(target) : term(atom(name));
-    c->enqueue(frame(op_tuple({op::monitor_p, term(watcher), what, term(monitor_reference(ref))})));
+    transmit(*c, {op::monitor_p, term(watcher), what, term(monitor_reference(ref))});
   } catch (...) {
   }
 }
@@ -440,7 +447,7 @@ void node_state::demonitor(pid watcher, pid target, std::uint64_t ref) noexcept 
     if (auto c = find(target.node()))
       if (auto m = c->take_outgoing_monitor(ref)) {
         const term what = m->name.empty() ? term(target) : term(atom(m->name));
-        c->enqueue(frame(op_tuple({op::demonitor_p, term(watcher), what, term(monitor_reference(ref))})));
+        transmit(*c, {op::demonitor_p, term(watcher), what, term(monitor_reference(ref))});
       }
   } catch (...) {
   }
@@ -452,7 +459,7 @@ void node_state::down(pid from, pid watcher, std::uint64_t ref, const exit_reaso
     if (auto c = find(watcher.node()))
       if (auto m = c->take_incoming_monitor(ref)) {
         const term why = to_term(reason);
-        c->enqueue(frame(op_tuple({op::payload_monitor_p_exit, m->monitored_as, term(watcher), m->reference}), &why));
+        transmit(*c, {op::payload_monitor_p_exit, m->monitored_as, term(watcher), m->reference}, &why);
       }
   } catch (...) {
   }
@@ -463,9 +470,8 @@ void node_state::send_to_name(pid from, std::uint32_t node_slot, std::string_vie
   try {
     std::optional<term> msg = wire_term(n);
     if (!msg) return;
-    const term control = op_tuple({op::reg_send, term(from.is_null() ? net_kernel : from), term(empty_atom()), term(atom(name))});
-    std::string f = frame(control, &*msg);
-    if (auto c = find_or_connect(node_slot)) c->enqueue(std::move(f));
+    if (auto c = find_or_connect(node_slot))
+      transmit(*c, {op::reg_send, term(from.is_null() ? net_kernel : from), term(empty_atom()), term(atom(name))}, &*msg);
   } catch (const error& e) {
     report(log_level::error, fmt::format("grove::dist: a message to {{{}, {}}} dropped: {}", name, remote::node_name(node_slot), e.what()));
   } catch (...) {
@@ -477,8 +483,8 @@ void node_state::send_to_alias(pid from, const term& reference, grove::detail::m
   try {
     std::optional<term> msg = wire_term(n);
     if (!msg) return;
-    const std::string f = frame(op_tuple({op::alias_send, term(from.is_null() ? net_kernel : from), reference}), &*msg);
-    if (auto c = find_or_connect(reference.as_reference().node)) c->enqueue(f);
+    if (auto c = find_or_connect(reference.as_reference().node))
+      transmit(*c, {op::alias_send, term(from.is_null() ? net_kernel : from), reference}, &*msg);
   } catch (const error& e) {
     report(log_level::error, fmt::format("grove::dist: a message to alias {} dropped: {}", reference, e.what()));
   } catch (...) {

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -59,9 +58,9 @@ class connection : public std::enable_shared_from_this<connection> {
   state current() const;
   std::uint64_t peer_flags() const;
 
-  // Any thread; never blocks, never throws. Queues a frame (dropped once closed) and wakes the
-  // writer when the queue was empty.
-  void enqueue(std::string frame) noexcept;
+  // Any thread; never blocks, never throws. Sends a frame: written at once when nobody is writing
+  // and nothing is queued, else queued (dropped once closed), waking the writer when needed.
+  void enqueue(std::string_view frame) noexcept;
 
   // Registers `p` to get a connection_settled message when a connecting connection comes up or
   // fails; returns the state now (p is registered only while connecting).
@@ -100,7 +99,7 @@ class connection : public std::enable_shared_from_this<connection> {
   void writer_main();
   void reader_main();
   void handle_frame(std::string_view bytes);
-  void reply_frame(const term& control, const term* payload);
+  void reply_frame(std::initializer_list<term> control, const term* payload);
 
   std::shared_ptr<node_state> node_;
   const std::uint32_t slot_;
@@ -108,9 +107,10 @@ class connection : public std::enable_shared_from_this<connection> {
 
   mutable std::mutex lock_;
   state state_ = state::connecting;                 // guarded by lock_
-  std::deque<std::string> out_;                     // guarded by lock_: frames for the writer
+  std::string out_;                                 // guarded by lock_: frames for the writer, back to back
   bool wake_pending_ = false;                       // guarded by lock_: a wake is on its way to the writer
   bool writing_ = false;                            // guarded by lock_: someone holds the socket's write side
+  std::uint64_t last_direct_ns_ = 0;                // guarded by lock_: when a sender last wrote itself
   pid writer_, reader_, owner_;                     // guarded by lock_
   std::vector<pid> waiters_;                        // guarded by lock_: dist::connect callers
   std::uint64_t peer_flags_ = 0;                    // guarded by lock_ (set once, at establish)
@@ -150,8 +150,9 @@ class node_state final : public remote::router, public std::enable_shared_from_t
   std::vector<std::shared_ptr<connection>> all() const;
   void stop_all(const std::string& reason) noexcept;
 
-  // Frames, built with this node's context. Throw grove::error(errc::bad_argument) past max_frame_bytes.
-  std::string frame(const term& control, const term* payload = nullptr) const;
+  // Sends the frame of `control` (and `payload`) on `c`, built with this node's context in a buffer
+  // of the calling thread. Throws grove::error(errc::bad_argument) past max_frame_bytes.
+  void transmit(connection& c, std::initializer_list<term> control, const term* payload = nullptr) const;
 
   // ---- remote::router ----
   void send(pid from, pid to, grove::detail::message_node* message) noexcept override;

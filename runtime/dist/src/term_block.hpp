@@ -67,3 +67,15 @@ void free_block(B* b) noexcept {
 }
 
 }  // namespace grove::detail
+
+namespace grove::dist::internal {
+// Makes terms from blocks filled in place (external_format.cpp's reader).
+struct term_access {
+  static term make(term::kind k, detail::term_block* b) noexcept { return term(k, b); }
+  static grove::atom atom_at(std::uint32_t index) noexcept {  // an index the table has handed out
+    grove::atom a;
+    a.index_ = index;
+    return a;
+  }
+};
+}  // namespace grove::dist::internal

@@ -57,6 +57,13 @@ struct runtime_config {
   // is far above what any workload in bench/ queues (a receiver that keeps up holds at most one
   // inbox batch, 256, in its saved queue).
   std::size_t unmatched_mail_warning = 10'000;
+  // The longest an idle worker keeps looking for work before it sleeps. It spins 20 µs after
+  // running out of work, and longer, up to this, while work has lately come back that soon: the
+  // gaps of a request/response conversation with another process or node, where the sleep and the
+  // wake-up (10-50 µs on the VMs this was measured on) are most of a round trip. One worker of the
+  // runtime spins that long at a time. The price is CPU while the worker would sleep, as BEAM's
+  // scheduler busy-wait; 0 keeps every spin at 20 µs (runtime/src/parking.cpp has the figures).
+  std::chrono::microseconds max_idle_spin{200};
   // Which crashes get a crash report (crash_report_policy above).
   crash_report_policy crash_reports = crash_report_policy::unobserved;
   // A path for tools/top to attach to: a Unix-domain socket (mode 0600) the runtime answers on from

@@ -45,6 +45,10 @@ GROVE_PUBLIC_BEGIN
 
 namespace grove {
 
+namespace dist::internal {
+struct term_access;  // the external-format reader builds compound terms and atoms in place
+}
+
 // An atom: a name in the process-wide atom table (as Erlang's, never freed, and bounded: past
 // max_atoms a new name throws grove::error(errc::process_limit), as Erlang's system_limit). Names are
 // UTF-8, at most 255 characters. Comparing atoms compares table indices; ordering compares names.
@@ -66,9 +70,10 @@ class atom {
   static std::size_t count() noexcept;  // atoms in the table
 
   friend bool operator==(atom a, atom b) noexcept { return a.index_ == b.index_; }
-  friend std::strong_ordering operator<=>(atom a, atom b) noexcept;
+  GROVE_API friend std::strong_ordering operator<=>(atom a, atom b) noexcept;
 
  private:
+  friend struct dist::internal::term_access;
   std::uint32_t index_ = 0;
 };
 
@@ -213,14 +218,15 @@ class term {
   std::span<const std::pair<term, term>> entries() const noexcept;
   const term* find(const term& key) const noexcept;  // a map's value for key, or nullptr
 
-  friend bool operator==(const term& a, const term& b) noexcept;
-  friend std::strong_ordering operator<=>(const term& a, const term& b) noexcept;
+  GROVE_API friend bool operator==(const term& a, const term& b) noexcept;
+  GROVE_API friend std::strong_ordering operator<=>(const term& a, const term& b) noexcept;
 
   // Erlang's syntax: {ok,[1,2]}, <<"bytes">>, #{a => 1}, <0.5.1>, #Ref<0.1.2.3>, 'quoted atom'.
   std::string to_string() const;
 
  private:
   friend struct detail::term_block;
+  friend struct dist::internal::term_access;
   void release() noexcept;
   void set_unsigned_big(std::uint64_t v);
   explicit term(kind k, detail::term_block* b) noexcept : kind_(k) { block_ = b; }

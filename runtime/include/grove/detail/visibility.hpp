@@ -13,6 +13,10 @@
 #define GROVE_PUBLIC_BEGIN _Pragma("GCC visibility push(default)")
 #define GROVE_PUBLIC_END _Pragma("GCC visibility pop")
 
+// On a friend function a public class declares and the library defines out of line: GCC gives such a
+// friend the visibility of the class's own members' defaults, not the pragma's, so it is said here.
+#define GROVE_API __attribute__((visibility("default")))
+
 // On a public class's nested type that only the library defines and uses (runtime::state): kept
 // inside a shared library although its enclosing class is exported. Only while building one
 // (cmake/grove_add_library.cmake defines GROVE_BUILDING_SHARED): elsewhere the internal types that
