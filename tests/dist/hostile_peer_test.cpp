@@ -34,11 +34,13 @@ std::uint16_t port_of(const std::string& name) {
   return *p;
 }
 
-// A connection to the node that has done the handshake as node `as` (with the right cookie).
-grove::net::stream handshaken(const std::string& node, const std::string& as) {
+// A connection to the node that has done the handshake as node `as` (with the right cookie),
+// offering `flags`.
+grove::net::stream handshaken(const std::string& node, const std::string& as,
+                              std::uint64_t flags = internal::dflag::offered | internal::dflag::published) {
   auto s = grove::net::stream::connect(grove::net::address::loopback(port_of(node)), patience);
   REQUIRE(s);
-  internal::identity me{as, internal::dflag::offered | internal::dflag::published, 1, dist_test::cookie};
+  internal::identity me{as, flags, 1, dist_test::cookie};
   std::string why;
   REQUIRE(internal::send_name_and_receive_status(*s, me, patience, why) == "ok");
   internal::peer them;
@@ -119,7 +121,10 @@ TEST_CASE("a peer past the handshake that sends malformed or oversized frames lo
   };
   const term msg = a("hi");
   const std::vector<hostile_case> cases = {
-      {"a frame that is not pass-through", framed("\x44\x01\x02"), "only pass-through"},
+      {"a frame that is neither pass-through nor a distribution header", framed("\x44\x01\x02"), "pass-through, 112"},
+      {"a header that names an atom cache entry never set", framed(std::string("\x83\x44\x01\x00\x05", 5)), "never set"},
+      {"a header cut short", framed(std::string("\x83\x44\x03\x88", 4)), "cut short"},
+      {"a fragmented message", framed(std::string("\x83\x45\x00", 3)), "fragments were not agreed"},
       {"a control message that is no term", framed(std::string("\x70\x83\xff", 3)), "unknown tag 255"},
       {"an unknown control message", control_frame(tuple({99, far}), nullptr), "unknown control message 99"},
       {"a LINK of the wrong arity", control_frame(tuple({1, far}), nullptr), "arity"},
@@ -166,6 +171,33 @@ TEST_CASE("a peer past the handshake that sends malformed or oversized frames lo
   REQUIRE(erl.wait_until_up());
   CHECK(grove::dist::ping(erl.name()));
   grove::exit(bystander, grove::exit_reason::kill());
+}
+
+TEST_CASE("a peer that did not agree to distribution headers gets pass-through frames, what was queued before included") {
+  dist_test::grove_node g;
+  grove::net::stream s = handshaken(g.name(), "plain@127.0.0.1", internal::dflag::required | internal::dflag::published);
+  const internal::codec_context peer_ctx{"plain@127.0.0.1", grove::remote::node_slot("plain@127.0.0.1"), 1};
+  grove::pid local = grove::spawn([] { grove::receive([](term) {}); });
+  const term far(grove::pid::remote(grove::remote::node_slot("plain@127.0.0.1"), 1, 9, 0));
+  const term target(grove::pid::remote(grove::remote::node_slot(g.name()), grove::dist::creation(), local.index(), local.serial()));
+  // An UNLINK_ID is answered with an UNLINK_ID_ACK: it must come back pass-through (112).
+  REQUIRE(!s.write_all(internal::make_frame(tuple({35, 77, far, target}), nullptr, peer_ctx, 1 << 20), patience));
+  std::string got;
+  for (;;) {
+    unsigned char len[4];
+    REQUIRE(!s.read_exact(len, 4, patience));
+    const std::size_t n = std::size_t{len[0]} << 24 | std::size_t{len[1]} << 16 | std::size_t{len[2]} << 8 | len[3];
+    if (n == 0) continue;  // a tick
+    got.resize(n);
+    REQUIRE(!s.read_exact(got.data(), n, patience));
+    break;
+  }
+  REQUIRE(!got.empty());
+  CHECK(static_cast<unsigned char>(got[0]) == 112);
+  const internal::frame f = internal::read_frame(got, peer_ctx);
+  // {36, Id, From, To}: from the local process, to the peer's (which its own context reads as local).
+  CHECK(f.control == tuple({36, 77, target, term(grove::pid::from_parts(9, 0))}));
+  grove::exit(local, grove::exit_reason::kill());
 }
 
 TEST_CASE("a peer that goes silent is down after net_ticktime: noconnection across") {

@@ -160,9 +160,14 @@ bool connection::claim_attempt(pid connector) {
 void connection::enqueue(std::string_view frame) noexcept {
   pid wake;
   std::shared_ptr<net::stream> direct;  // set: this thread writes the frame itself (see "Outgoing frames")
+  std::string converted;
   try {
     std::lock_guard<std::mutex> g(lock_);
     if (state_ == state::closed) return;  // sent to a node that went away: dropped
+    if (pass_through_) {  // a peer that did not agree to headers (control.hpp)
+      converted = to_pass_through(frame, node_->ctx);
+      frame = converted;
+    }
     // Written at once only after a pause (a conversation's next turn): frames that follow each
     // other closely (a stream) are queued, and the writer sends them a batch per syscall.
     const std::uint64_t now = clock_ns();
@@ -215,6 +220,14 @@ bool connection::establish(std::shared_ptr<net::stream> s, const peer& them, pid
     state_ = state::up;
     peer_flags_ = them.flags;
     stream_ = std::move(s);
+    if (!(them.flags & dflag::dist_hdr_atom_cache)) {
+      pass_through_ = true;
+      try {
+        out_ = to_pass_through(out_, node_->ctx);  // what was queued while connecting
+      } catch (...) {
+        out_.clear();  // cannot happen for frames this node built; dropped rather than sent malformed
+      }
+    }
   }
   auto self = shared_from_this();
   std::vector<pid> waiters;
@@ -431,6 +444,7 @@ void connection::writer_main() {
 
 void connection::reader_main() {
   const std::size_t max_frame = node_->options.max_frame_bytes;
+  if (peer_flags() & dflag::dist_hdr_atom_cache) cache_ = std::make_unique<atom_cache>();
   const auto silence = node_->options.net_ticktime;
   std::shared_ptr<net::stream> s;
   {
@@ -497,7 +511,7 @@ void connection::reply_frame(std::initializer_list<term> control, const term* pa
 }
 
 void connection::handle_frame(std::string_view bytes) {
-  frame f = read_frame(bytes, node_->ctx);
+  frame f = read_frame(bytes, node_->ctx, cache_.get());
   const term& c = f.control;
   const std::int64_t kind = c[0].as_int();
   const auto payload = [&]() -> term& {

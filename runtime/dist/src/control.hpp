@@ -1,11 +1,16 @@
 // control.hpp: the distribution's control messages and the frames that carry them.
 //
-// A frame on a connection: a 4-byte length (0: a tick), 112 ("pass through": no atom cache was
-// agreed), then the control message and, for sends and exit payloads, one more term, each with its
-// own version byte 131. The control message is a tuple whose first element says what it is
+// A frame on a connection: a 4-byte length (0: a tick), then either 112 ("pass through") and the
+// control message and, for sends and exit payloads, one more term, each with its own version byte
+// 131; or (DFLAG_DIST_HDR_ATOM_CACHE agreed, as every OTP node does) a distribution header, 131
+// 68, naming the atoms the terms refer to by ATOM_CACHE_REF, and the terms without version bytes.
+// A Grove node reads both and writes headers that name no atoms (pass-through frames to a peer that
+// did not agree: an OTP node refuses a pass-through frame once headers are agreed). The control message is a tuple whose first element says what it is
 // (erl_dist_protocol, "Protocol between Connected Nodes").
 #pragma once
 
+#include <array>
+#include <bitset>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -52,14 +57,24 @@ inline constexpr int unlink_id_ack = 36;
 
 inline constexpr std::uint8_t pass_through = 112;
 
-// Appends a whole frame to `out`: length, pass-through byte, the control tuple of `control`'s
-// elements (written as a tuple without making one) and, if given, the payload term. Throws
-// grove::error(errc::bad_argument) past max_bytes (node_options::max_frame_bytes); `out` then holds
-// what it held before.
+// Appends a whole frame to `out`: length, a distribution header that names no atoms (131 68 0), the
+// control tuple of `control`'s elements (written as a tuple without making one) and, if given, the
+// payload term. Throws grove::error(errc::bad_argument) past max_bytes
+// (node_options::max_frame_bytes); `out` then holds what it held before.
 void append_frame(std::string& out, std::initializer_list<term> control, const term* payload, const codec_context& ctx,
                   std::size_t max_bytes);
-// The same as a string, from a control tuple that is a term (tests, hostile peers).
+// `frames` (whole frames, back to back, as append_frame writes them) as pass-through frames, for a
+// peer that did not agree to distribution headers.
+std::string to_pass_through(std::string_view frames, const codec_context& ctx);
+// A pass-through frame as a string, from a control tuple that is a term (tests, hostile peers).
 std::string make_frame(const term& control, const term* payload, const codec_context& ctx, std::size_t max_bytes);
+
+// The atom cache the peer's distribution headers fill (erl_ext_dist, "Distribution Header"): 2,048
+// entries, 8 segments of 256. Owned by the connection's reader alone.
+struct atom_cache {
+  std::array<grove::atom, 2048> atoms{};
+  std::bitset<2048> set;
+};
 
 // A frame's contents (after its length), read: the control message and the payload if there is one.
 struct frame {
@@ -67,8 +82,11 @@ struct frame {
   term payload;
   bool has_payload = false;
 };
-// Throws grove::error(errc::bad_argument) for anything but pass-through, one control tuple whose
-// first element is an integer, and at most one payload term, with nothing after.
-frame read_frame(std::string_view bytes, const codec_context& ctx);
+// Reads a pass-through frame, or, with `cache` (the peer agreed to DFLAG_DIST_HDR_ATOM_CACHE), one
+// with a distribution header, whose new entries it stores in the cache. Throws
+// grove::error(errc::bad_argument) for anything else: a header of another kind (fragments were not
+// agreed), a reference to an entry never set, a control message that is not a tuple tagged with an
+// integer, more than one payload term, bytes after it.
+frame read_frame(std::string_view bytes, const codec_context& ctx, atom_cache* cache = nullptr);
 
 }  // namespace grove::dist::internal

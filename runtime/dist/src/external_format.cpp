@@ -19,8 +19,8 @@
 //
 // ## Reading (everything OTP 23+ may send, and the old forms a term_to_binary of old may hold)
 // Also ATOM_EXT/SMALL_ATOM_EXT (Latin-1), PID_EXT, PORT_EXT, REFERENCE_EXT, NEW_REFERENCE_EXT,
-// FLOAT_EXT, NEW_FUN_EXT, EXPORT_EXT. Refused with a reason: ATOM_CACHE_REF (only with an atom
-// cache, which a Grove node never offers), COMPRESSED, LOCAL_EXT, FUN_EXT (pre-R8), non-finite
+// FLOAT_EXT, NEW_FUN_EXT, EXPORT_EXT, and ATOM_CACHE_REF inside a distribution header's frame
+// (control.cpp reads the header). Refused with a reason: ATOM_CACHE_REF anywhere else, COMPRESSED, LOCAL_EXT, FUN_EXT (pre-R8), non-finite
 // floats (Erlang refuses them too), truncated or trailing bytes, counts larger than the bytes left
 // could hold, nesting past max_term_depth (each level is a frame of this recursive reader, and of
 // term's destructor later: a process's stack is 256 KiB).
@@ -264,7 +264,8 @@ void put_term(std::string& out, const term& t, const codec_context& ctx) {
 
 class reader {
  public:
-  reader(std::string_view data, std::size_t pos, const codec_context& ctx) : data_(data), pos_(pos), ctx_(ctx) {}
+  reader(std::string_view data, std::size_t pos, const codec_context& ctx, atom_refs refs)
+      : data_(data), pos_(pos), ctx_(ctx), refs_(refs) {}
   std::size_t pos() const noexcept { return pos_; }
 
   term read_term(std::size_t depth) {
@@ -378,7 +379,7 @@ class reader {
         read_term(depth + 1);  // arity
         return raw_fun(at);
       }
-      case atom_cache_ref: fail("an atom cache reference (no atom cache was offered)", at);
+      case atom_cache_ref: return term(cached_atom(at));
       case compressed: fail("a compressed term", at);
       case local_ext: fail("a LOCAL_EXT term", at);
       case fun_ext: fail("an old FUN_EXT fun", at);
@@ -481,10 +482,19 @@ class reader {
       case small_atom_ext: name = latin1(u8()); break;
       case atom_utf8_ext: name = bytes(u16()); break;
       case small_atom_utf8_ext: name = bytes(u8()); break;
+      case atom_cache_ref: name = cached_atom(at).name(); break;
       default: fail(fmt::format("a node name of tag {}", t), at);
     }
     if (name.empty() || name.size() > 255 || code_points(name) < 0) fail("an invalid node name", at);
     return name;
+  }
+  grove::atom cached_atom(std::size_t at) {
+    const std::uint8_t i = u8();
+    if (i >= refs_.count)
+      fail(refs_.count == 0 ? std::string("an atom cache reference outside a distribution header")
+                            : fmt::format("atom cache reference {} of {}", i, refs_.count),
+           at);
+    return refs_.atoms[i];
   }
   bool is_this_node(std::string_view node, std::uint32_t creation) const noexcept {
     return creation == ctx_.creation && node == ctx_.node_name;
@@ -530,6 +540,7 @@ class reader {
   std::string_view data_;
   std::size_t pos_;
   const codec_context& ctx_;
+  atom_refs refs_;
   std::string converted_;  // latin1's output when it is not ASCII
 };
 
@@ -549,8 +560,8 @@ codec_context current_codec_context() {
 
 void encode_term(std::string& out, const term& t, const codec_context& ctx) { put_term(out, t, ctx); }
 
-term decode_term(std::string_view data, std::size_t& pos, const codec_context& ctx) {
-  reader r(data, pos, ctx);
+term decode_term(std::string_view data, std::size_t& pos, const codec_context& ctx, atom_refs refs) {
+  reader r(data, pos, ctx, refs);
   term t = r.read_term(0);
   pos = r.pos();
   return t;

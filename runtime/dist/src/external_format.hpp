@@ -27,8 +27,15 @@ inline constexpr std::uint8_t version_magic = 131;
 // term the format cannot carry (a list, tuple or map of 2^32 elements or more).
 void encode_term(std::string& out, const term& t, const codec_context& ctx);
 
+// The atoms a distribution header names (ATOM_CACHE_REF i in the frame's terms is atoms[i]).
+struct atom_refs {
+  const grove::atom* atoms = nullptr;
+  std::size_t count = 0;
+};
+
 // Decodes one term that starts at data[pos] (no version byte), advancing pos past it. Throws
-// grove::error(errc::bad_argument) naming what is wrong and its offset.
-term decode_term(std::string_view data, std::size_t& pos, const codec_context& ctx);
+// grove::error(errc::bad_argument) naming what is wrong and its offset. ATOM_CACHE_REF is read
+// through `refs` (refused without them).
+term decode_term(std::string_view data, std::size_t& pos, const codec_context& ctx, atom_refs refs = {});
 
 }  // namespace grove::dist::internal

@@ -46,11 +46,12 @@ inline constexpr std::uint64_t required = extended_references | fun_tags | new_f
                                           export_ptr_tag | bit_binaries | new_floats | utf8_atoms | map_tag |
                                           big_creation | handshake_23 | unlink_id | v4_nc | exit_payload |
                                           dist_monitor | dist_monitor_name;
-// What a Grove node offers: the required set, and the rest it implements. Not offered: the atom
-// caches (frames are then "pass through": each term carries its atoms), fragments (a peer then
-// sends a large message as one frame), SPAWN (Erlang's spawn on a Grove node: no Erlang code here).
+// What a Grove node offers: the required set, and the rest it implements: the distribution
+// header's atom cache (a peer then sends atoms as one-byte references; a Grove node reads them and
+// writes its own frames pass-through), not fragments (a peer then sends a large message as one
+// frame) nor SPAWN (Erlang's spawn on a Grove node: no Erlang code here).
 inline constexpr std::uint64_t offered = required | unicode_io | small_atom_tags | send_sender | big_seqtrace_labels |
-                                         alias | mandatory_25_digest;
+                                         alias | mandatory_25_digest | dist_hdr_atom_cache;
 }  // namespace dflag
 
 struct identity {

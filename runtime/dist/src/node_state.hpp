@@ -111,9 +111,11 @@ class connection : public std::enable_shared_from_this<connection> {
   bool wake_pending_ = false;                       // guarded by lock_: a wake is on its way to the writer
   bool writing_ = false;                            // guarded by lock_: someone holds the socket's write side
   std::uint64_t last_direct_ns_ = 0;                // guarded by lock_: when a sender last wrote itself
+  bool pass_through_ = false;                       // guarded by lock_: the peer agreed to no headers (set at establish)
   pid writer_, reader_, owner_;                     // guarded by lock_
   std::vector<pid> waiters_;                        // guarded by lock_: dist::connect callers
   std::uint64_t peer_flags_ = 0;                    // guarded by lock_ (set once, at establish)
+  std::unique_ptr<atom_cache> cache_;               // reader only: the peer's atom cache, if agreed
   std::shared_ptr<net::stream> stream_;             // guarded by lock_
   std::set<std::pair<pid, pid>> links_;             // guarded by lock_: (local, remote)
   std::map<std::pair<pid, pid>, std::uint64_t> unlinking_;  // guarded by lock_: our unacknowledged UNLINK_IDs
