@@ -46,8 +46,8 @@ void echo() {
   }
 }
 
-int run_sink(long long id, unsigned threads) {
-  grove::runtime rt({.workers = threads});
+int run_sink(long long id, unsigned threads, long long spin_us) {
+  grove::runtime rt({.workers = threads, .max_idle_spin = std::chrono::microseconds(spin_us)});
   grove::scoped_process me;
   grove::dist::start({.name = fmt::format("grove_sink_{}@127.0.0.1", id), .cookie = cookie, .listen_address = "127.0.0.1"});
   grove::register_name("sink", grove::spawn([] {
@@ -68,7 +68,7 @@ int run_sink(long long id, unsigned threads) {
 }
 
 int run_sender(const bench::flags& f) {
-  grove::runtime rt({.workers = static_cast<unsigned>(f["threads"])});
+  grove::runtime rt({.workers = static_cast<unsigned>(f["threads"]), .max_idle_spin = std::chrono::microseconds(f["spin_us"])});
   grove::scoped_process me;
   const long long id = f["id"];
   grove::dist::start({.name = fmt::format("grove_sender_{}@127.0.0.1", id), .cookie = cookie, .listen_address = "127.0.0.1"});
@@ -129,7 +129,7 @@ int run_sender(const bench::flags& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bench::flags f(argc, argv, {{"sink", 0}, {"id", 0}, {"peer_erlang", 0}, {"mode", 0}, {"payload", 0}, {"n", 200000}});
-  if (f["sink"]) return run_sink(f["id"], static_cast<unsigned>(f["threads"]));
+  bench::flags f(argc, argv, {{"sink", 0}, {"id", 0}, {"peer_erlang", 0}, {"mode", 0}, {"payload", 0}, {"n", 200000}, {"spin_us", 200}});
+  if (f["sink"]) return run_sink(f["id"], static_cast<unsigned>(f["threads"]), f["spin_us"]);
   return run_sender(f);
 }
