@@ -501,7 +501,64 @@ TEST_CASE("malformed input is refused with what is wrong and where, never read p
   std::string deeper(1, static_cast<char>(131));
   for (std::size_t i = 0; i <= grove::max_term_depth; ++i) deeper += bytes_of({104, 1});
   deeper += bytes_of({106});
-  CHECK(decode_error(deeper).find("nested deeper than 1024") != std::string::npos);
+  CHECK(decode_error(deeper).find("nested deeper than 256") != std::string::npos);
+}
+
+namespace {
+// {{{...[]...}}} nested `levels` deep, as bytes.
+std::string nested(std::size_t levels) {
+  std::string deep(1, static_cast<char>(131));
+  for (std::size_t i = 0; i < levels; ++i) deep += bytes_of({104, 1});
+  return deep + bytes_of({106});
+}
+}  // namespace
+
+TEST_CASE("inside a process, the deepest term binary_to_term reads can be printed, compared and freed; smaller stacks read less deep") {
+  {
+    grove_test::runtime_fixture rt;
+    grove::scoped_process me;
+    const grove::pid main_pid = me.pid();
+    grove::spawn([main_pid] {
+      // 256 KiB of stack, the default: max_term_depth levels, each step on this process's stack.
+      const term t = grove::binary_to_term(nested(grove::max_term_depth));
+      const std::string text = t.to_string();
+      const bool same = t == grove::binary_to_term(grove::term_to_binary(t));
+      grove::send(main_pid, std::make_pair(text.size(), same));
+    });
+    const auto [size, same] = grove::receive([](std::pair<std::size_t, bool> r) { return r; },
+                                             grove::after(grove_test::patience, [] { return std::pair<std::size_t, bool>{0, false}; }));
+    CHECK(size == 2 * grove::max_term_depth + 2);  // {{...[]...}}
+    CHECK(same);
+  }
+  {
+    // 32 KiB stacks: the limit follows them, and a deep term is refused, not an overflow.
+    grove_test::runtime_fixture rt(grove::runtime_config{.stack_bytes = 32 * 1024});
+    grove::scoped_process me;
+    const grove::pid main_pid = me.pid();
+    grove::spawn([main_pid] {
+      std::string why;
+      try {
+        (void)grove::binary_to_term(nested(grove::max_term_depth));
+      } catch (const grove::error& e) {
+        why = e.what();
+      }
+      grove::send(main_pid, why);
+    });
+    const std::string why = grove::receive([](std::string w) { return w; }, grove::after(grove_test::patience, [] { return std::string(); }));
+    CHECK(why.find("nested deeper than") != std::string::npos);
+  }
+}
+
+TEST_CASE("printing a term from outside is bounded: huge integers print their size, and to_string(n) stops at n") {
+  std::vector<std::uint8_t> mag(1 << 20, 0xAB);  // a 1 MiB integer: decimal would take minutes
+  const term huge = term::big_integer(true, mag);
+  CHECK(huge.to_string() == "#Integer<-1048576 bytes>");
+  const term big_binary = term::binary(std::string(1 << 20, 'x'));
+  const std::string cut = term::tuple({a("ok"), big_binary}).to_string(50);
+  CHECK(cut.size() == 53);
+  CHECK(cut.substr(50) == "...");
+  CHECK(cut.rfind("{ok,<<\"xxx", 0) == 0);
+  CHECK(term(42).to_string(50) == "42");
 }
 
 TEST_CASE("random bytes and mutated valid terms either read as a term or are refused, never crash") {

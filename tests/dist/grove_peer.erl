@@ -7,7 +7,7 @@
 -export([start/0]).
 -export([echo/0, spawn_echo/0, linker/2, trapper/1, watcher/2, watcher_by_name/3, exit2/2, link_to/1,
          send_many/2, receive_many/2, call/3, call_name/4, start_kv/1, kv_state/1, ping/1,
-         alias_reply/2, make_alias/1, node_monitor/1, spawn_unlinker/2, sleeper/0, send_to/2, collector/0, collected/1, ping_forever/1, ping_at/3, links_of/1]).
+         alias_reply/2, make_alias/1, node_monitor/1, spawn_unlinker/2, sleeper/0, send_to/2, collector/0, collected/1, ping_forever/1, ping_at/3, links_of/1, make_funs/0, apply_funs/1]).
 -export([init/1, handle_call/3, handle_cast/2, handle_info/2]).
 
 start() ->
@@ -172,3 +172,11 @@ ping_at(Node, At, Report) ->
 
 %% The pids Pid is linked to.
 links_of(Pid) -> {links, L} = process_info(Pid, links), L.
+
+%% Funs to hand to the Grove side: an export fun and a closure (which holds a pid of this node).
+make_funs() ->
+    Y = 42,
+    Self = self(),
+    [fun erlang:abs/1, fun(X) -> X + Y end, fun() -> Self end].
+%% Calls funs that made the trip through a Grove node.
+apply_funs([Abs, Add, Who]) -> [Abs(-5), Add(-5), is_pid(Who())].

@@ -120,6 +120,9 @@ TEST_CASE("a peer past the handshake that sends malformed or oversized frames lo
     const char* reported;
   };
   const term msg = a("hi");
+  term deep = a("bottom");
+  for (int i = 0; i < 300; ++i) deep = tuple({deep});
+  const term third(grove::pid::remote(grove::remote::node_slot("third@127.0.0.1"), 1, 7, 0));
   const std::vector<hostile_case> cases = {
       {"a frame that is neither pass-through nor a distribution header", framed("\x44\x01\x02"), "pass-through, 112"},
       {"a header that names an atom cache entry never set", framed(std::string("\x83\x44\x01\x00\x05", 5)), "never set"},
@@ -132,6 +135,9 @@ TEST_CASE("a peer past the handshake that sends malformed or oversized frames lo
       {"a send to a pid of another node", control_frame(tuple({22, far, far}), &msg), "of another node"},
       {"trailing bytes after the terms", control_frame(tuple({22, far, target}), &msg) + std::string(1, '\0'), "bytes after a frame's terms"},
       {"a frame longer than max_frame_bytes", std::string("\x40\x00\x00\x00", 4), "past max_frame_bytes"},
+      {"a message nested deeper than the node reads", control_frame(tuple({22, far, target}), &deep), "nested deeper than"},
+      {"a LINK from a process of a third node", control_frame(tuple({1, third, target}), nullptr), "not of hostile@127.0.0.1"},
+      {"an EXIT from a process of a third node", control_frame(tuple({24, third, target}), &msg), "not of hostile@127.0.0.1"},
   };
   for (const auto& c : cases) {
     INFO(c.what);
@@ -198,6 +204,43 @@ TEST_CASE("a peer that did not agree to distribution headers gets pass-through f
   // {36, Id, From, To}: from the local process, to the peer's (which its own context reads as local).
   CHECK(f.control == tuple({36, 77, target, term(grove::pid::from_parts(9, 0))}));
   grove::exit(local, grove::exit_reason::kill());
+}
+
+TEST_CASE("signals to pids of an earlier incarnation of this node are answered as OTP does, and the connection stays") {
+  dist_test::grove_node g;
+  grove::net::stream s = handshaken(g.name(), "plain@127.0.0.1", internal::dflag::required | internal::dflag::published);
+  const internal::codec_context peer_ctx{"plain@127.0.0.1", grove::remote::node_slot("plain@127.0.0.1"), 1};
+  const term far(grove::pid::remote(grove::remote::node_slot("plain@127.0.0.1"), 1, 9, 0));
+  // A pid of this node's name from another creation: a process of a node that has since restarted.
+  const term old(grove::pid::remote(grove::remote::node_slot(g.name()), grove::dist::creation() + 1, 5, 1));
+  const auto next_frame = [&]() {
+    std::string got;
+    for (;;) {
+      unsigned char len[4];
+      REQUIRE(!s.read_exact(len, 4, patience));
+      const std::size_t n = std::size_t{len[0]} << 24 | std::size_t{len[1]} << 16 | std::size_t{len[2]} << 8 | len[3];
+      if (n == 0) continue;  // a tick
+      got.resize(n);
+      REQUIRE(!s.read_exact(got.data(), n, patience));
+      return internal::read_frame(got, peer_ctx);
+    }
+  };
+  const auto send = [&](const term& control, const term* payload) {
+    REQUIRE(!s.write_all(internal::make_frame(control, payload, peer_ctx, 1 << 20), patience));
+  };
+  const term msg = a("lost");
+  send(tuple({22, far, old}), &msg);  // dropped
+  send(tuple({1, far, old}), nullptr);  // a LINK: EXIT noproc back
+  internal::frame f = next_frame();
+  CHECK(f.control[0] == term(24));
+  CHECK(f.has_payload);
+  CHECK(f.payload == a("noproc"));
+  const term ref(grove::reference{0, 0, 3, {4, 5, 6, 0, 0}});
+  send(tuple({19, far, old, ref}), nullptr);  // a MONITOR_P: MONITOR_P_EXIT noproc back
+  f = next_frame();
+  CHECK(f.control[0] == term(28));
+  CHECK(f.payload == a("noproc"));
+  CHECK(g.reports().find("plain@127.0.0.1: down") == std::string::npos);  // the connection stays
 }
 
 TEST_CASE("a peer that goes silent is down after net_ticktime: noconnection across") {

@@ -508,6 +508,18 @@ TEST_CASE("Erlang → Grove: gen_server:call to a Grove server: reply, timeout, 
   CHECK(none[1][0] == a("noproc"));
 }
 
+TEST_CASE("both ways: funs pass through a Grove node and still work where they came from") {
+  connected c;
+  auto& erl = c.erl;
+  const term funs = erl.run("make_funs", {});
+  REQUIRE(funs.is_proper_list());
+  REQUIRE(funs.size() == 3);
+  for (const term& f : funs.elements()) CHECK(f.type() == term::kind::fun);
+  // Back to Erlang, in a message built here: atoms that came as cache references, and the pid the
+  // closure holds, must still mean what they meant.
+  CHECK(erl.run("apply_funs", {funs}) == term::list({5, 37, a("true")}));
+}
+
 TEST_CASE("both ways: a 10 MB binary, and 100,000 messages in order") {
   connected c;
   auto& erl = c.erl;

@@ -87,19 +87,8 @@ std::uint32_t be32(const char* p) {
 
 [[noreturn]] void malformed(const std::string& what) { throw error(errc::bad_argument, what); }
 
-pid local_pid(const term& t, const char* what) {
-  if (!t.is_pid()) malformed(fmt::format("a {} that is not a pid: {}", what, t.to_string().substr(0, 100)));
-  const pid p = t.as_pid();
-  if (p.is_remote()) malformed(fmt::format("a {} of another node: {}", what, p));
-  return p;
-}
-
-pid remote_pid(const term& t, const char* what) {
-  if (!t.is_pid()) malformed(fmt::format("a {} that is not a pid: {}", what, t.to_string().substr(0, 100)));
-  const pid p = t.as_pid();
-  if (!p.is_remote()) malformed(fmt::format("a {} of this node: {}", what, p));
-  return p;
-}
+// A term in a malformed frame, for the report: at most 100 characters of it.
+std::string excerpt(const term& t) { return t.to_string(100); }
 
 void need_arity(const term& c, std::size_t n) {
   if (c.size() != n) malformed(fmt::format("control message {} of arity {} (not {})", c[0].as_int(), c.size(), n));
@@ -107,8 +96,16 @@ void need_arity(const term& c, std::size_t n) {
 
 }  // namespace
 
+namespace {
+std::atomic<std::uint64_t> next_connection_id{1};  // relaxed: uniqueness is all it gives
+}
+
 connection::connection(std::shared_ptr<node_state> node, std::uint32_t slot, std::string peer_name)
-    : node_(std::move(node)), slot_(slot), peer_name_(std::move(peer_name)) {}
+    : node_(std::move(node)),
+      slot_(slot),
+      peer_name_(std::move(peer_name)),
+      id_(next_connection_id.fetch_add(1, std::memory_order_relaxed)),
+      created_ns_(clock_ns()) {}
 
 connection::~connection() = default;
 
@@ -129,10 +126,10 @@ connection::state connection::add_waiter(pid p) {
 }
 
 namespace {
-void notify(const std::vector<pid>& waiters, std::uint32_t slot, bool up) noexcept {
+void notify(const std::vector<pid>& waiters, std::uint64_t attempt, bool up) noexcept {
   for (pid w : waiters) {
     try {
-      remote::deliver_message(w, grove::detail::make_node<connection_settled>(connection_settled{slot, up}));
+      remote::deliver_message(w, grove::detail::make_node<connection_settled>(connection_settled{attempt, up}));
     } catch (...) {
       // Out of memory: that caller waits out its timeout.
     }
@@ -231,6 +228,7 @@ bool connection::establish(std::shared_ptr<net::stream> s, const peer& them, pid
   }
   auto self = shared_from_this();
   std::vector<pid> waiters;
+  pid wake;
   try {
     const pid w = grove::spawn([self] { self->writer_main(); });
     const pid r = grove::spawn([self] { self->reader_main(); });
@@ -238,13 +236,26 @@ bool connection::establish(std::shared_ptr<net::stream> s, const peer& them, pid
     writer_ = w;
     reader_ = r;
     owner_ = pid();
-    wake_pending_ = !out_.empty();  // frames queued while connecting: the writer takes them first
+    // Frames queued while the writer had no pid (connecting, or between up and now) got no wake:
+    // send one, or they would wait for the first tick.
+    if (!out_.empty() && !wake_pending_) {
+      wake_pending_ = true;
+      wake = w;
+    }
     waiters.swap(waiters_);
   } catch (const std::exception& e) {
     down(fmt::format("could not start its processes: {}", e.what()));
     return false;
   }
-  notify(waiters, slot_, true);
+  if (!wake.is_null()) {
+    try {
+      remote::deliver_message(wake, grove::detail::make_node<writer_wake>());
+    } catch (...) {
+      std::lock_guard<std::mutex> g(lock_);  // no wake went: the next frame sends one
+      wake_pending_ = false;
+    }
+  }
+  notify(waiters, id_, true);
   report(log_level::info, fmt::format("grove::dist: {} connected to {}", node_->me.name, peer_name_));
   return true;
 }
@@ -275,7 +286,7 @@ void connection::down(const std::string& reason) noexcept {
     waiters.swap(waiters_);
   }
   node_->forget(this);
-  notify(waiters, slot_, false);
+  notify(waiters, id_, false);
   if (s && s->is_open()) ::shutdown(s->native_handle(), SHUT_RDWR);  // wakes the reader and the writer
   const pid me = grove::self();
   for (pid p : procs)
@@ -378,7 +389,25 @@ std::optional<std::pair<std::uint64_t, incoming_monitor>> connection::take_incom
 
 // ---- the writer ----
 
+// Ends its connection when its process ends, however it ends (a throw, a kill from outside): a
+// connection whose reader or writer is gone would stay up and never read, or never write.
+struct connection::process_guard {
+  connection& c;
+  const char* who;
+  ~process_guard() { c.down(fmt::format("its {} ended", who)); }
+};
+
+
 void connection::writer_main() {
+  process_guard guard{*this, "writer"};
+  try {
+    write_loop();
+  } catch (const std::bad_alloc&) {
+    down("out of memory writing to the peer");
+  }
+}
+
+void connection::write_loop() {
   const auto tick = std::max(node_->options.net_ticktime / 4, std::chrono::milliseconds(1));
   const auto write_limit = std::max(node_->options.net_ticktime, std::chrono::milliseconds(1000));
   std::shared_ptr<net::stream> s;
@@ -443,6 +472,15 @@ void connection::writer_main() {
 // ---- the reader ----
 
 void connection::reader_main() {
+  process_guard guard{*this, "reader"};
+  try {
+    read_loop();
+  } catch (const std::bad_alloc&) {
+    down("out of memory reading from the peer");
+  }
+}
+
+void connection::read_loop() {
   const std::size_t max_frame = node_->options.max_frame_bytes;
   if (peer_flags() & dflag::dist_hdr_atom_cache) cache_ = std::make_unique<atom_cache>();
   const auto silence = node_->options.net_ticktime;
@@ -490,7 +528,9 @@ void connection::reader_main() {
       end -= begin;
       begin = 0;
     }
-    if (buf.size() < want) buf.resize(want);
+    // Grow toward the frame being read as its bytes come, doubling: a length claimed is not memory
+    // given until the peer sends it.
+    if (buf.size() < want) buf.resize(std::min(want, std::max(buf.size() * 2, end + read_chunk_bytes)));
     if (buf.size() - end < read_chunk_bytes / 4 && buf.size() < want + read_chunk_bytes) buf.resize(end + read_chunk_bytes);
     auto n = s->read_some(buf.data() + end, buf.size() - end, silence);
     if (!n) {
@@ -518,19 +558,33 @@ void connection::handle_frame(std::string_view bytes) {
     if (!f.has_payload) malformed(fmt::format("control message {} without its payload", kind));
     return f.payload;
   };
+  // A pid the peer names as ours: a local pid, or nullopt for one of an earlier incarnation of this
+  // node (gone: OTP drops what is sent to it and answers a link or a monitor with noproc). A pid
+  // of a third node is refused.
+  const auto ours = [&](const term& t, const char* what) -> std::optional<pid> {
+    if (!t.is_pid()) malformed(fmt::format("a {} that is not a pid: {}", what, excerpt(t)));
+    const pid p = t.as_pid();
+    if (!p.is_remote()) return p;
+    if (p.node() == node_->ctx.node_slot) return std::nullopt;
+    malformed(fmt::format("a {} of another node: {}", what, p));
+  };
+  // A pid the peer names as its own process: it must be of the peer's node (OTP refuses a signal
+  // whose sender is of another node than the connection's).
+  const auto theirs = [&](const term& t, const char* what) -> pid {
+    if (!t.is_pid()) malformed(fmt::format("a {} that is not a pid: {}", what, excerpt(t)));
+    const pid p = t.as_pid();
+    if (!p.is_remote() || p.node() != slot_) malformed(fmt::format("a {} not of {}: {}", what, peer_name_, p));
+    return p;
+  };
+  const term noproc(atom("noproc"));
   switch (kind) {
     case op::send:
-    case op::send_tt: {  // {2, Unused, To} + Msg
-      need_arity(c, kind == op::send ? 3 : 4);
-      const pid to = local_pid(c[2], "send's target");  // before the message node exists: it may throw
-      remote::deliver_message(to, arrived_message(std::move(payload())));
-      return;
-    }
+    case op::send_tt:
     case op::send_sender:
-    case op::send_sender_tt: {  // {22, From, To} + Msg
-      need_arity(c, kind == op::send_sender ? 3 : 4);
-      const pid to = local_pid(c[2], "send's target");  // before the message node exists: it may throw
-      remote::deliver_message(to, arrived_message(std::move(payload())));
+    case op::send_sender_tt: {  // {2, Unused, To} + Msg, {22, From, To} + Msg (and with a trace token)
+      need_arity(c, kind == op::send || kind == op::send_sender ? 3 : 4);
+      const auto to = ours(c[2], "send's target");  // before the message node exists: it may throw
+      if (to) remote::deliver_message(*to, arrived_message(std::move(payload())));
       return;
     }
     case op::reg_send:
@@ -550,32 +604,41 @@ void connection::handle_frame(std::string_view bytes) {
     }
     case op::link: {  // {1, From, To}
       need_arity(c, 3);
-      const pid from = remote_pid(c[1], "LINK's sender"), to = local_pid(c[2], "LINK's target");
-      if (unlink_pending(to, from)) return;  // the peer will take our UNLINK_ID next: both end unlinked
-      if (!record_link(to, from)) return;
-      remote::deliver_link(to, from);
+      const pid from = theirs(c[1], "LINK's sender");
+      const auto to = ours(c[2], "LINK's target");
+      if (!to) {
+        reply_frame({op::payload_exit, c[2], c[1]}, &noproc);  // an earlier incarnation's process
+        return;
+      }
+      if (unlink_pending(*to, from)) return;  // the peer will take our UNLINK_ID next: both end unlinked
+      if (!record_link(*to, from)) return;
+      remote::deliver_link(*to, from);
       return;
     }
     case op::unlink_id: {  // {35, Id, From, To}
       need_arity(c, 4);
-      const pid from = remote_pid(c[2], "UNLINK_ID's sender"), to = local_pid(c[3], "UNLINK_ID's target");
-      if (!unlink_pending(to, from)) forget_link(to, from);
+      const pid from = theirs(c[2], "UNLINK_ID's sender");
+      const auto to = ours(c[3], "UNLINK_ID's target");
+      if (to && !unlink_pending(*to, from)) forget_link(*to, from);
       reply_frame({op::unlink_id_ack, c[1], c[3], c[2]}, nullptr);  // first, then the unlink
-      remote::deliver_unlink(to, from);
+      if (to) remote::deliver_unlink(*to, from);
       return;
     }
     case op::unlink: {  // {4, From, To}: the old protocol
       need_arity(c, 3);
-      const pid from = remote_pid(c[1], "UNLINK's sender"), to = local_pid(c[2], "UNLINK's target");
-      forget_link(to, from);
-      remote::deliver_unlink(to, from);
+      const pid from = theirs(c[1], "UNLINK's sender");
+      if (const auto to = ours(c[2], "UNLINK's target")) {
+        forget_link(*to, from);
+        remote::deliver_unlink(*to, from);
+      }
       return;
     }
     case op::unlink_id_ack: {  // {36, Id, From, To}
       need_arity(c, 4);
-      if (!c[1].is_integer()) malformed("an UNLINK_ID_ACK whose id is not an integer");
-      const pid from = remote_pid(c[2], "UNLINK_ID_ACK's sender"), to = local_pid(c[3], "UNLINK_ID_ACK's target");
-      if (c[1].type() == term::kind::integer) unlink_acked(to, from, static_cast<std::uint64_t>(c[1].as_int()));
+      if (c[1].type() != term::kind::integer) malformed("an UNLINK_ID_ACK whose id is not an integer");
+      const pid from = theirs(c[2], "UNLINK_ID_ACK's sender");
+      if (const auto to = ours(c[3], "UNLINK_ID_ACK's target"))
+        unlink_acked(*to, from, static_cast<std::uint64_t>(c[1].as_int()));
       return;
     }
     case op::exit:
@@ -593,25 +656,26 @@ void connection::handle_frame(std::string_view bytes) {
                                kind == op::payload_exit2_tt;
       const bool traced = kind == op::exit_tt || kind == op::payload_exit_tt || kind == op::exit2_tt || kind == op::payload_exit2_tt;
       need_arity(c, 3 + (traced ? 1 : 0) + (has_payload ? 0 : 1));
-      const pid from = remote_pid(c[1], "exit's sender"), to = local_pid(c[2], "exit's target");
+      const pid from = theirs(c[1], "exit's sender");
+      const auto to = ours(c[2], "exit's target");
       const term& reason = has_payload ? payload() : c[c.size() - 1];
-      if (via_link) forget_link(to, from);
-      remote::deliver_exit(to, from, to_exit_reason(reason), via_link);
+      if (!to) return;  // to a process of an earlier incarnation: nothing to do
+      if (via_link) forget_link(*to, from);
+      remote::deliver_exit(*to, from, to_exit_reason(reason), via_link);
       return;
     }
     case op::monitor_p: {  // {19, From, ToProc, Ref}
       need_arity(c, 4);
-      const pid watcher = remote_pid(c[1], "MONITOR_P's watcher");
+      const pid watcher = theirs(c[1], "MONITOR_P's watcher");
       if (!c[3].is_reference()) malformed("a MONITOR_P whose reference is not one");
       pid target;
       if (c[2].is_atom()) {
         target = grove::whereis(c[2].as_atom().name());
-      } else {
-        target = local_pid(c[2], "MONITOR_P's target");
+      } else if (const auto t = ours(c[2], "MONITOR_P's target")) {
+        target = *t;
       }
-      if (target.is_null()) {  // nobody holds the name: noproc at once
-        const term reason(atom("noproc"));
-        reply_frame({op::payload_monitor_p_exit, c[2], c[1], c[3]}, &reason);
+      if (target.is_null()) {  // nobody holds the name, or an earlier incarnation's process: noproc at once
+        reply_frame({op::payload_monitor_p_exit, c[2], c[1], c[3]}, &noproc);
         return;
       }
       if (auto id = record_incoming_monitor({target, watcher, c[3], c[2]})) remote::deliver_monitor(target, watcher, *id);
@@ -619,18 +683,18 @@ void connection::handle_frame(std::string_view bytes) {
     }
     case op::demonitor_p: {  // {20, From, ToProc, Ref}
       need_arity(c, 4);
-      const pid watcher = remote_pid(c[1], "DEMONITOR_P's watcher");
+      const pid watcher = theirs(c[1], "DEMONITOR_P's watcher");
       if (auto m = take_incoming_monitor(watcher, c[3])) remote::deliver_demonitor(m->second.target, watcher, m->first);
       return;
     }
     case op::monitor_p_exit:
     case op::payload_monitor_p_exit: {  // {21, FromProc, ToPid, Ref, Reason}, {28, FromProc, ToPid, Ref} + Reason
       need_arity(c, kind == op::monitor_p_exit ? 5 : 4);
-      const pid watcher = local_pid(c[2], "MONITOR_P_EXIT's watcher");
       if (!c[3].is_reference()) malformed("a MONITOR_P_EXIT whose reference is not one");
+      (void)ours(c[2], "MONITOR_P_EXIT's watcher");  // checked: the recorded watcher is the one told
       const term& reason = kind == op::monitor_p_exit ? c[4] : payload();
       if (auto id = monitor_id_of(c[3].as_reference()))
-        if (auto m = take_outgoing_monitor(*id)) remote::deliver_down(watcher, m->target, *id, to_exit_reason(reason));
+        if (auto m = take_outgoing_monitor(*id)) remote::deliver_down(m->watcher, m->target, *id, to_exit_reason(reason));
       return;  // a monitor we no longer hold (demonitored meanwhile): nothing to do
     }
     case op::spawn_request:

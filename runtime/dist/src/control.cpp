@@ -156,7 +156,7 @@ frame read_frame(std::string_view bytes, const codec_context& ctx, atom_cache* c
   };
   next(f.control);
   if (!f.control.is_tuple() || f.control.size() == 0 || f.control[0].type() != term::kind::integer)
-    malformed(fmt::format("a control message that is not a tagged tuple: {}", f.control.to_string().substr(0, 200)));
+    malformed(fmt::format("a control message that is not a tagged tuple: {}", f.control.to_string(200)));
   if (pos < bytes.size()) {
     next(f.payload);
     f.has_payload = true;

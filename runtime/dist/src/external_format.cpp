@@ -26,6 +26,7 @@
 // term's destructor later: a process's stack is 256 KiB).
 #include "external_format.hpp"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -35,6 +36,7 @@
 
 #include <fmt/format.h>
 
+#include <grove/introspection.hpp>
 #include <grove/remote.hpp>
 
 #include "term_block.hpp"
@@ -268,27 +270,62 @@ class reader {
       : data_(data), pos_(pos), ctx_(ctx), refs_(refs) {}
   std::size_t pos() const noexcept { return pos_; }
 
+  // Each level of nesting is a call of this function and of one helper (tuple, list or map), so
+  // they are kept lean: everything rare, or that formats text, is out of line (read_rare, the
+  // failure paths). `objdump`-free check: external_format_test.cpp decodes max_term_depth levels
+  // inside a Grove process (256 KiB of stack).
   term read_term(std::size_t depth) {
-    if (depth > max_term_depth) fail(fmt::format("a term nested deeper than {} levels", max_term_depth));
+    if (depth > ctx_.max_depth) [[unlikely]]
+      too_deep();
     const std::size_t at = pos_;
     const std::uint8_t t = u8();
     switch (t) {
       case small_integer_ext: return term(u8());
       case integer_ext: return term(static_cast<std::int32_t>(u32()));
+      case small_atom_utf8_ext: return term(make_atom(bytes(u8()), at));
+      case atom_cache_ref: return term(cached_atom(at));
+      case small_tuple_ext: return tuple(u8(), depth);
+      case nil_ext: return term();
+      case list_ext: return list(depth, at);
+      case map_ext: return map(depth, at);
+      case binary_ext: return term::binary(bytes(u32()));
+      case new_pid_ext: return read_pid(t, at);
+      default: return read_rare(t, at, depth);
+    }
+  }
+
+  [[noreturn]] void fail(const std::string& what, std::size_t at = SIZE_MAX) const {
+    throw error(errc::bad_argument, fmt::format("binary_to_term: {} at byte {}", what, at == SIZE_MAX ? pos_ : at));
+  }
+
+ private:
+  [[gnu::noinline, gnu::cold, noreturn]] void too_deep() const {
+    fail(fmt::format("a term nested deeper than {} levels", ctx_.max_depth));
+  }
+  [[gnu::noinline, gnu::cold, noreturn]] void short_of(std::size_t n) const {
+    fail(fmt::format("{} bytes wanted, {} left", n, data_.size() - pos_));
+  }
+  [[gnu::noinline, gnu::cold, noreturn]] void longer_than_left(const char* what, std::size_t at) const {
+    fail(fmt::format("a {} longer than the {} bytes left", what, data_.size() - pos_), at);
+  }
+
+  [[gnu::noinline]] term read_pid(std::uint8_t t, std::size_t at) {
+    const std::string_view node = node_name();
+    const std::uint32_t id = u32(), serial = u32();
+    const std::uint32_t creation = t == pid_ext ? u8() : u32();
+    if (is_this_node(node, creation)) return term(pid::from_parts(id, serial));
+    return term(pid::remote(slot_of(node, at), creation, id, serial));
+  }
+
+  // Tags seen less often, and those that take more room on the stack.
+  [[gnu::noinline]] term read_rare(std::uint8_t t, std::size_t at, std::size_t depth) {
+    switch (t) {
       case new_float_ext: return check_finite(std::bit_cast<double>(u64()), at);
       case float_ext: return old_float(at);
       case atom_ext: return term(make_atom(latin1(u16()), at));
       case small_atom_ext: return term(make_atom(latin1(u8()), at));
       case atom_utf8_ext: return term(make_atom(bytes(u16()), at));
-      case small_atom_utf8_ext: return term(make_atom(bytes(u8()), at));
-      case new_pid_ext:
-      case pid_ext: {
-        const std::string_view node = node_name();
-        const std::uint32_t id = u32(), serial = u32();
-        const std::uint32_t creation = t == pid_ext ? u8() : u32();
-        if (is_this_node(node, creation)) return term(pid::from_parts(id, serial));
-        return term(pid::remote(slot_of(node, at), creation, id, serial));
-      }
+      case pid_ext: return read_pid(t, at);
       case new_port_ext:
       case v4_port_ext:
       case port_ext: {
@@ -322,21 +359,7 @@ class reader {
         if (r.node == 0) r.creation = 0;
         return term(r);
       }
-      case small_tuple_ext: return tuple(u8(), depth);
       case large_tuple_ext: return tuple(u32(), depth);
-      case map_ext: {
-        const std::uint32_t n = u32();
-        need(std::size_t{n} * 2, "map", at);
-        std::vector<std::pair<term, term>> entries;
-        entries.reserve(n);
-        for (std::uint32_t i = 0; i < n; ++i) {
-          term k = read_term(depth + 1);
-          term v = read_term(depth + 1);
-          entries.emplace_back(std::move(k), std::move(v));
-        }
-        return term::map(std::move(entries));
-      }
-      case nil_ext: return term();
       case string_ext: {
         const std::string_view s = bytes(u16());
         std::vector<term> chars;
@@ -344,17 +367,6 @@ class reader {
         for (char c : s) chars.emplace_back(static_cast<unsigned char>(c));
         return term::list(std::move(chars));
       }
-      case list_ext: {
-        const std::uint32_t n = u32();
-        need(std::size_t{n} + 1, "list", at);
-        std::vector<term> elements;
-        elements.reserve(n);
-        for (std::uint32_t i = 0; i < n; ++i) elements.push_back(read_term(depth + 1));
-        term tail = read_term(depth + 1);
-        if (n == 0) fail("a list of no elements", at);
-        return term::list(std::move(elements), std::move(tail));
-      }
-      case binary_ext: return term::binary(bytes(u32()));
       case bit_binary_ext: {
         const std::uint32_t n = u32();
         const std::uint8_t bits = u8();
@@ -367,19 +379,8 @@ class reader {
       }
       case small_big_ext: return big(u8(), at);
       case large_big_ext: return big(u32(), at);
-      case new_fun_ext: {
-        const std::uint32_t size = u32();  // counts itself
-        if (size < 4) fail("a fun of fewer than 4 bytes", at);
-        bytes(size - 4);
-        return raw_fun(at);
-      }
-      case export_ext: {
-        read_term(depth + 1);  // module
-        read_term(depth + 1);  // function
-        read_term(depth + 1);  // arity
-        return raw_fun(at);
-      }
-      case atom_cache_ref: return term(cached_atom(at));
+      case new_fun_ext: return new_fun(at, depth);
+      case export_ext: return export_fun(at, depth);
       case compressed: fail("a compressed term", at);
       case local_ext: fail("a LOCAL_EXT term", at);
       case fun_ext: fail("an old FUN_EXT fun", at);
@@ -387,16 +388,82 @@ class reader {
     }
   }
 
-  [[noreturn]] void fail(const std::string& what, std::size_t at = SIZE_MAX) const {
-    throw error(errc::bad_argument, fmt::format("binary_to_term: {} at byte {}", what, at == SIZE_MAX ? pos_ : at));
+  [[gnu::noinline]] term list(std::size_t depth, std::size_t at) {
+    const std::uint32_t n = u32();
+    need(std::size_t{n} + 1, "list", at);
+    if (n == 0) fail("a list of no elements", at);
+    std::vector<term> elements;
+    elements.reserve(n);
+    for (std::uint32_t i = 0; i < n; ++i) elements.push_back(read_term(depth + 1));
+    term tail = read_term(depth + 1);
+    return term::list(std::move(elements), std::move(tail));
   }
 
- private:
+  [[gnu::noinline]] term map(std::size_t depth, std::size_t at) {
+    const std::uint32_t n = u32();
+    need(std::size_t{n} * 2, "map", at);
+    std::vector<std::pair<term, term>> entries;
+    entries.reserve(n);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      term k = read_term(depth + 1);
+      term v = read_term(depth + 1);
+      entries.emplace_back(std::move(k), std::move(v));
+    }
+    return term::map(std::move(entries));
+  }
+
+  // A fun is kept as its encoding, written again here rather than copied: atoms that came as atom
+  // cache references, and pids and references of this node, must mean the same wherever the fun
+  // goes next (a copied ATOM_CACHE_REF would name another frame's atom).
+  //   NEW_FUN_EXT: 112 Size(4) Arity(1) Uniq(16) Index(4) NumFree(4) Module OldIndex OldUniq Pid FreeVars...
+  [[gnu::noinline]] term new_fun(std::size_t at, std::size_t depth) {
+    const std::uint32_t size = u32();  // counts itself and what follows
+    if (size < 29 || size - 4 > data_.size() - pos_) fail("a fun whose size does not fit", at);
+    const std::size_t end = at + 1 + size;
+    const std::uint8_t arity = u8();
+    const std::string_view uniq = bytes(16);
+    const std::uint32_t index = u32(), num_free = u32();
+    need(num_free, "fun's free variables", at);
+    term module = read_term(depth + 1);
+    term old_index = read_term(depth + 1);
+    term old_uniq = read_term(depth + 1);
+    term creator = read_term(depth + 1);
+    if (!module.is_atom() || !old_index.is_integer() || !old_uniq.is_integer() || !creator.is_pid())
+      fail("a fun whose module, old index, old uniq or pid is not one", at);
+    std::string out;
+    out += static_cast<char>(new_fun_ext);
+    put32(out, 0);  // the size, below
+    put8(out, arity);
+    out += uniq;
+    put32(out, index);
+    put32(out, num_free);
+    for (const term* x : {&module, &old_index, &old_uniq, &creator}) put_term(out, *x, ctx_);
+    for (std::uint32_t i = 0; i < num_free; ++i) put_term(out, read_term(depth + 1), ctx_);
+    if (pos_ != end) fail("a fun whose size does not match its contents", at);
+    const auto written = static_cast<std::uint32_t>(out.size() - 1);
+    for (int i = 0; i < 4; ++i) out[1 + static_cast<std::size_t>(i)] = static_cast<char>(written >> (24 - 8 * i));
+    return term::fun_from_encoding({reinterpret_cast<const std::uint8_t*>(out.data()), out.size()});
+  }
+  //   EXPORT_EXT: 113 Module Function Arity
+  [[gnu::noinline]] term export_fun(std::size_t at, std::size_t depth) {
+    term module = read_term(depth + 1);
+    term function = read_term(depth + 1);
+    term arity = read_term(depth + 1);
+    if (!module.is_atom() || !function.is_atom() || arity.type() != term::kind::integer || arity.as_int() < 0 || arity.as_int() > 255)
+      fail("an export fun whose module, function or arity is not one", at);
+    std::string out;
+    out += static_cast<char>(export_ext);
+    for (const term* x : {&module, &function, &arity}) put_term(out, *x, ctx_);
+    return term::fun_from_encoding({reinterpret_cast<const std::uint8_t*>(out.data()), out.size()});
+  }
+
   void need(std::size_t n, const char* what, std::size_t at) const {
-    if (n > data_.size() - pos_) fail(fmt::format("a {} longer than the {} bytes left", what, data_.size() - pos_), at);
+    if (n > data_.size() - pos_) [[unlikely]]
+      longer_than_left(what, at);
   }
   std::string_view bytes(std::size_t n) {
-    if (n > data_.size() - pos_) fail(fmt::format("{} bytes wanted, {} left", n, data_.size() - pos_));
+    if (n > data_.size() - pos_) [[unlikely]]
+      short_of(n);
     std::string_view s = data_.substr(pos_, n);
     pos_ += n;
     return s;
@@ -513,7 +580,7 @@ class reader {
       fail(err.what(), at);
     }
   }
-  term tuple(std::uint32_t n, std::size_t depth) {
+  [[gnu::noinline]] term tuple(std::uint32_t n, std::size_t depth) {
     const std::size_t at = pos_;
     need(n, "tuple", at);
     // Read straight into the tuple's block: the term owns the block from the start, so a throw half
@@ -532,10 +599,6 @@ class reader {
     const std::string_view m = bytes(n);
     return term::big_integer(sign == 1, {reinterpret_cast<const std::uint8_t*>(m.data()), m.size()});
   }
-  term raw_fun(std::size_t at) const {
-    const std::string_view e = data_.substr(at, pos_ - at);
-    return term::fun_from_encoding({reinterpret_cast<const std::uint8_t*>(e.data()), e.size()});
-  }
 
   std::string_view data_;
   std::size_t pos_;
@@ -546,13 +609,27 @@ class reader {
 
 }  // namespace
 
+std::size_t depth_for_stack(std::size_t stack_bytes) noexcept {
+  // What one level of nesting takes, at most, of a stack: reading it (read_term and a helper, 300-400
+  // bytes at -O2 by -fstack-usage), and later printing, comparing or freeing the term; frames are
+  // larger without optimisation and under AddressSanitizer. A quarter of the stack stays for the
+  // process's own frames.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || !defined(__OPTIMIZE__)
+  constexpr std::size_t per_level = 2048;
+#else
+  constexpr std::size_t per_level = 512;
+#endif
+  return std::clamp<std::size_t>(stack_bytes * 3 / 4 / per_level, 8, max_term_depth);
+}
+
 codec_context current_codec_context() {
   codec_context ctx;
   try {
     ctx.node_name = remote::this_node();
     ctx.creation = remote::this_creation();
+    ctx.max_depth = depth_for_stack(grove::system_info().stack_bytes);
   } catch (const error&) {
-    // No runtime: nonode@nohost, creation 0, as a non-distributed Erlang node.
+    // No runtime: nonode@nohost, creation 0, as a non-distributed Erlang node; a thread's stack.
   }
   ctx.node_slot = remote::node_slot(ctx.node_name);
   return ctx;

@@ -15,7 +15,12 @@ struct codec_context {
   std::string node_name = "nonode@nohost";  // this node's name
   std::uint32_t node_slot = 0;              // remote::node_slot(node_name)
   std::uint32_t creation = 0;               // this node's creation
+  std::size_t max_depth = max_term_depth;   // nesting read at most: depth_for_stack of the reader's stack
 };
+
+// The nesting a process with a stack of stack_bytes may read, print and free safely (at most
+// max_term_depth). external_format.cpp has the figures.
+std::size_t depth_for_stack(std::size_t stack_bytes) noexcept;
 
 // This runtime's context (grove/remote.hpp's this_node, this_creation), or nonode@nohost and 0
 // without a runtime.

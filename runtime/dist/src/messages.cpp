@@ -27,6 +27,9 @@ using namespace grove::dist::internal;
 
 namespace {
 
+// An exit reason's words are its term's text, cut here: a reason from another node may be any size.
+constexpr std::size_t max_reason_chars = 1024;
+
 const atom& a_normal() { static const atom a("normal"); return a; }
 const atom& a_shutdown() { static const atom a("shutdown"); return a; }
 const atom& a_kill() { static const atom a("kill"); return a; }
@@ -98,8 +101,8 @@ exit_reason to_exit_reason(const term& reason) {
     return exit_reason::user(std::string(a.name()), reason);
   }
   if (reason.is_tuple() && reason.size() > 0 && reason[0].is_atom())
-    return exit_reason::user(std::string(reason[0].as_atom().name()), reason, reason.to_string());
-  return exit_reason::user(reason.to_string(), reason);
+    return exit_reason::user(std::string(reason[0].as_atom().name()), reason, reason.to_string(max_reason_chars));
+  return exit_reason::user(reason.to_string(max_reason_chars), reason);
 }
 
 term to_term(const monitor_ref& ref) { return term(monitor_reference(ref.id)); }

@@ -50,9 +50,11 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include <grove/introspection.hpp>
 #include <grove/process.hpp>
 #include <grove/registry.hpp>
 #include <grove/scoped_process.hpp>
@@ -65,6 +67,11 @@ extern char** environ;
 namespace grove::dist::internal {
 
 namespace {
+
+std::uint64_t steady_ns() noexcept {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
 
 std::mutex g_lock;
 std::shared_ptr<node_state> g_node;  // guarded by g_lock: the running node, if any
@@ -81,9 +88,24 @@ const atom& empty_atom() {
 
 // ---- the connector: an attempt of ours ----
 
+// Fails the attempt if its owner ends without establishing it (a throw, a kill): an attempt without
+// a process would stay connecting for ever.
+struct attempt_guard {
+  connection& conn;
+  pid owner;
+  attempt_guard(connection& c, pid p) : conn(c), owner(p) {}
+  attempt_guard(const attempt_guard&) = delete;
+  attempt_guard& operator=(const attempt_guard&) = delete;
+  ~attempt_guard() {
+    if (conn.current() == connection::state::connecting && conn.attempt_owner() == owner)
+      conn.down("the process making the connection ended");
+  }
+};
+
 void run_connector(std::shared_ptr<node_state> node, std::shared_ptr<connection> conn) {
   const pid me = grove::self();
   if (!conn->claim_attempt(me)) return;  // the peer's own attempt took this connection over first
+  attempt_guard guard(*conn, me);
   const auto deadline = std::chrono::steady_clock::now() + node->options.setup_timeout;
   const std::string& peer_name = conn->peer_name();
   const auto at = peer_name.find('@');
@@ -162,6 +184,8 @@ void run_incoming_handshake(std::shared_ptr<node_state> node, std::shared_ptr<ne
     return;
   }
   auto [status, conn] = node->accept_decision(them.name, me);
+  std::optional<attempt_guard> guard;
+  if (conn) guard.emplace(*conn, me);
   if (!send_status(*s, status, deadline, why)) {
     if (conn) conn->down(why);
     return;
@@ -170,6 +194,7 @@ void run_incoming_handshake(std::shared_ptr<node_state> node, std::shared_ptr<ne
     bool go_on = false;
     if (!receive_alive_answer(*s, go_on, deadline, why) || !go_on) return;
     conn = node->replace(them.name, me);
+    if (conn) guard.emplace(*conn, me);
   }
   if (!conn) return;  // "nok", "not_allowed": nothing more to say
   if (!complete_as_acceptor(*s, node->me, them, deadline, why)) {
@@ -268,9 +293,15 @@ std::shared_ptr<connection> node_state::find(std::uint32_t slot) const {
 }
 
 std::shared_ptr<connection> node_state::find_or_connect(std::uint32_t slot) noexcept {
+  std::shared_ptr<connection> made;
   try {
-    if (auto c = find(slot)) return c;
-    std::shared_ptr<connection> made;
+    if (auto c = find(slot)) {
+      // An attempt that should have ended long ago (its connector never started, or hangs past
+      // its deadline) goes, and this send starts a new one.
+      const auto limit = static_cast<std::uint64_t>(std::chrono::nanoseconds(2 * options.setup_timeout).count()) + 1'000'000'000;
+      if (c->current() != connection::state::connecting || steady_ns() - c->created_ns() < limit) return c;
+      c->down("the connection attempt outlived twice setup_timeout");
+    }
     {
       std::unique_lock<std::shared_mutex> g(table_lock_);
       if (stopping_) return nullptr;
@@ -281,7 +312,8 @@ std::shared_ptr<connection> node_state::find_or_connect(std::uint32_t slot) noex
     remote::deliver_message(net_kernel, grove::detail::make_node<connect_request>(connect_request{made}));
     return made;
   } catch (...) {
-    return nullptr;  // out of memory: the node cannot be reached now
+    if (made) made->down("out of memory starting the connection");  // and it leaves the table
+    return nullptr;  // the node cannot be reached now
   }
 }
 
@@ -378,7 +410,10 @@ void node_state::send(pid from, pid to, grove::detail::message_node* message) no
       }
     }
   } catch (const error& e) {
-    report(log_level::error, fmt::format("grove::dist: a message from {} to {} dropped: {}", from, to, e.what()));
+    try {
+      report(log_level::error, fmt::format("grove::dist: a message from {} to {} dropped: {}", from, to, e.what()));
+    } catch (...) {
+    }
   } catch (...) {
     // Out of memory: the message is lost, as one to an unreachable node.
   }
@@ -473,7 +508,10 @@ void node_state::send_to_name(pid from, std::uint32_t node_slot, std::string_vie
     if (auto c = find_or_connect(node_slot))
       transmit(*c, {op::reg_send, term(from.is_null() ? net_kernel : from), term(empty_atom()), term(atom(name))}, &*msg);
   } catch (const error& e) {
-    report(log_level::error, fmt::format("grove::dist: a message to {{{}, {}}} dropped: {}", name, remote::node_name(node_slot), e.what()));
+    try {
+      report(log_level::error, fmt::format("grove::dist: a message to {{{}, {}}} dropped: {}", name, remote::node_name(node_slot), e.what()));
+    } catch (...) {
+    }
   } catch (...) {
   }
 }
@@ -486,7 +524,10 @@ void node_state::send_to_alias(pid from, const term& reference, grove::detail::m
     if (auto c = find_or_connect(reference.as_reference().node))
       transmit(*c, {op::alias_send, term(from.is_null() ? net_kernel : from), reference}, &*msg);
   } catch (const error& e) {
-    report(log_level::error, fmt::format("grove::dist: a message to alias {} dropped: {}", reference, e.what()));
+    try {
+      report(log_level::error, fmt::format("grove::dist: a message to alias {} dropped: {}", reference.to_string(100), e.what()));
+    } catch (...) {
+    }
   } catch (...) {
   }
 }
@@ -539,6 +580,7 @@ void start(node_options options) {
   node->ctx.node_name = options.name;
   node->ctx.node_slot = remote::node_slot(options.name);
   node->ctx.creation = reg->creation;
+  node->ctx.max_depth = depth_for_stack(grove::system_info().stack_bytes);  // what the reader's stack allows
   node->epmd.emplace(std::move(reg->connection));
   node->net_kernel = grove::spawn([node] { run_net_kernel(node); });
   if (auto e = grove::try_register_name("net_kernel", node->net_kernel)) {
@@ -547,8 +589,10 @@ void start(node_options options) {
   }
   remote::set_router(node.get(), options.name, reg->creation);
   node->acceptor = grove::spawn([node, l = std::move(*listener)]() mutable { run_acceptor(node, std::move(l)); });
-  std::lock_guard<std::mutex> g(g_lock);
-  g_node = node;
+  {
+    std::lock_guard<std::mutex> g(g_lock);
+    g_node = node;
+  }
   report(log_level::info, fmt::format("grove::dist: node {} started (port {}, creation {})", options.name, port, reg->creation));
 }
 
@@ -601,10 +645,15 @@ bool connect(std::string_view name) {
     case connection::state::closed: return false;
     case connection::state::connecting: break;
   }
-  const std::uint32_t slot = c->slot();
-  return grove::receive(grove::when([slot](const connection_settled& s) { return s.slot == slot; },
-                                    [](connection_settled s) { return s.up; }),
-                        grove::after(node->options.setup_timeout + std::chrono::seconds(1), [] { return false; }));
+  const std::uint64_t attempt = c->id();
+  // The attempt may outlast this wait (a simultaneous connect's other half): then its answer comes
+  // later, to nobody who waits for it, and is dropped here as unmatched mail would not be.
+  const bool up = grove::receive(grove::when([attempt](const connection_settled& s) { return s.attempt == attempt; },
+                                             [](connection_settled s) { return s.up; }),
+                                 grove::after(node->options.setup_timeout + std::chrono::seconds(1), [] { return false; }));
+  while (grove::receive([](connection_settled) { return true; }, grove::after(std::chrono::milliseconds(0), [] { return false; }))) {
+  }
+  return up;
 }
 
 bool ping(std::string_view name) {
@@ -628,12 +677,14 @@ bool disconnect(std::string_view name) {
 namespace detail {
 
 void send_node_to_name(std::string_view name, std::string_view node_name_, grove::detail::message_node* n) {
+  grove::detail::node_owner owner(n);  // freed if node_slot throws (an empty or oversized node name)
   auto node = running_node();
   if (!node || node_name_ == node->me.name || node_name_ == local_node_name) {
-    grove::detail::send_node_to_name(name, n);  // on this node: dropped if nobody holds the name
+    grove::detail::send_node_to_name(name, owner.release());  // on this node: dropped if nobody holds the name
     return;
   }
-  node->send_to_name(grove::self(), remote::node_slot(node_name_), name, n);
+  const std::uint32_t slot = remote::node_slot(node_name_);
+  node->send_to_name(grove::self(), slot, name, owner.release());
 }
 
 void send_node_to_alias(const term& alias_reference, grove::detail::message_node* n) {

@@ -54,6 +54,8 @@ class connection : public std::enable_shared_from_this<connection> {
   ~connection();
 
   std::uint32_t slot() const noexcept { return slot_; }
+  std::uint64_t id() const noexcept { return id_; }                   // unique per connection (attempt)
+  std::uint64_t created_ns() const noexcept { return created_ns_; }   // steady-clock ns
   const std::string& peer_name() const noexcept { return peer_name_; }
   state current() const;
   std::uint64_t peer_flags() const;
@@ -62,8 +64,9 @@ class connection : public std::enable_shared_from_this<connection> {
   // and nothing is queued, else queued (dropped once closed), waking the writer when needed.
   void enqueue(std::string_view frame) noexcept;
 
-  // Registers `p` to get a connection_settled message when a connecting connection comes up or
-  // fails; returns the state now (p is registered only while connecting).
+  // Registers `p` to get a connection_settled message (with this connection's id) when a
+  // connecting connection comes up or fails; returns the state now (p is registered only while
+  // connecting).
   state add_waiter(pid p);
 
   // The process that may establish this connection now (a connector, or an incoming handshake).
@@ -96,14 +99,19 @@ class connection : public std::enable_shared_from_this<connection> {
   std::optional<std::pair<std::uint64_t, incoming_monitor>> take_incoming_monitor(pid watcher, const term& reference);
 
  private:
+  struct process_guard;
   void writer_main();
+  void write_loop();
   void reader_main();
+  void read_loop();
   void handle_frame(std::string_view bytes);
   void reply_frame(std::initializer_list<term> control, const term* payload);
 
   std::shared_ptr<node_state> node_;
   const std::uint32_t slot_;
   const std::string peer_name_;
+  const std::uint64_t id_;
+  const std::uint64_t created_ns_;
 
   mutable std::mutex lock_;
   state state_ = state::connecting;                 // guarded by lock_
@@ -181,9 +189,9 @@ struct connect_request {
 };
 // What wakes a connection's writer.
 struct writer_wake {};
-// What a dist::connect caller waits for.
+// What a dist::connect caller waits for: the attempt it joined (connection::id) came up or failed.
 struct connection_settled {
-  std::uint32_t slot;
+  std::uint64_t attempt;
   bool up;
 };
 

@@ -161,7 +161,7 @@ const atom& false_atom() {
 }
 
 [[noreturn]] void wrong_kind(const char* what, const term& t) {
-  throw error(errc::bad_argument, fmt::format("grove::term: {} of {}", what, t.to_string().substr(0, 200)));
+  throw error(errc::bad_argument, fmt::format("grove::term: {} of {}", what, t.to_string(200)));
 }
 
 }  // namespace
@@ -691,6 +691,8 @@ bool is_printable(std::span<const term> chars) {
   return true;
 }
 
+constexpr std::size_t max_decimal_bytes = 1024;
+
 std::string big_to_decimal(bool negative, std::vector<std::uint8_t> mag) {
   // Repeated division by 10^9 of a base-256 little-endian number.
   std::string digits;
@@ -719,10 +721,21 @@ std::string format_float(double d) {
   return s;
 }
 
-void append_term(std::string& out, const term& t) {
+void append_term(std::string& out, const term& t, std::size_t limit) {
+  if (out.size() >= limit) return;
   switch (t.type()) {
     case term::kind::integer: out += std::to_string(t.as_int()); return;
-    case term::kind::big_integer: out += big_to_decimal(t.is_negative(), t.magnitude()); return;
+    case term::kind::big_integer: {
+      // Decimal conversion is quadratic in the size: beyond max_decimal_bytes (2,466 digits) the
+      // size is printed instead, so printing a peer's term never takes long.
+      std::vector<std::uint8_t> m = t.magnitude();
+      if (m.size() > max_decimal_bytes) {
+        out += fmt::format("#Integer<{}{} bytes>", t.is_negative() ? "-" : "", m.size());
+      } else {
+        out += big_to_decimal(t.is_negative(), std::move(m));
+      }
+      return;
+    }
     case term::kind::floating: out += format_float(t.as_double()); return;
     case term::kind::atom: append_atom(out, t.as_atom().name()); return;
     case term::kind::reference: {
@@ -741,7 +754,7 @@ void append_term(std::string& out, const term& t) {
       for (const term& e : t.elements()) {
         if (!first) out += ',';
         first = false;
-        append_term(out, e);
+        append_term(out, e, limit);
       }
       out += '}';
       return;
@@ -752,9 +765,9 @@ void append_term(std::string& out, const term& t) {
       for (const auto& [k, v] : t.entries()) {
         if (!first) out += ',';
         first = false;
-        append_term(out, k);
+        append_term(out, k, limit);
         out += " => ";
-        append_term(out, v);
+        append_term(out, v, limit);
       }
       out += '}';
       return;
@@ -764,6 +777,7 @@ void append_term(std::string& out, const term& t) {
       if (t.is_proper_list() && is_printable(t.elements())) {
         out += '"';
         for (const term& c : t.elements()) {
+          if (out.size() >= limit) return;
           const char ch = static_cast<char>(c.as_int());
           if (ch == '"' || ch == '\\') out += '\\';
           out += ch;
@@ -776,11 +790,11 @@ void append_term(std::string& out, const term& t) {
       for (const term& e : t.elements()) {
         if (!first) out += ',';
         first = false;
-        append_term(out, e);
+        append_term(out, e, limit);
       }
       if (!t.tail().is_nil()) {
         out += '|';
-        append_term(out, t.tail());
+        append_term(out, t.tail(), limit);
       }
       out += ']';
       return;
@@ -796,12 +810,14 @@ void append_term(std::string& out, const term& t) {
       if (printable) {
         out += '"';
         for (char c : bytes) {
+          if (out.size() >= limit) return;  // a bounded print stops here
           if (c == '"' || c == '\\') out += '\\';
           out += c;
         }
         out += '"';
       } else {
         for (std::size_t i = 0; i < bytes.size(); ++i) {
+          if (out.size() >= limit) return;
           if (i) out += ',';
           auto b = static_cast<unsigned char>(bytes[i]);
           if (i + 1 == bytes.size() && bits != 8) {
@@ -821,7 +837,17 @@ void append_term(std::string& out, const term& t) {
 
 std::string term::to_string() const {
   std::string out;
-  append_term(out, *this);
+  append_term(out, *this, SIZE_MAX);
+  return out;
+}
+
+std::string term::to_string(std::size_t max_chars) const {
+  std::string out;
+  append_term(out, *this, max_chars);
+  if (out.size() > max_chars) {
+    out.resize(max_chars);
+    out += "...";
+  }
   return out;
 }
 

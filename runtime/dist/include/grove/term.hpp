@@ -221,8 +221,11 @@ class term {
   GROVE_API friend bool operator==(const term& a, const term& b) noexcept;
   GROVE_API friend std::strong_ordering operator<=>(const term& a, const term& b) noexcept;
 
-  // Erlang's syntax: {ok,[1,2]}, <<"bytes">>, #{a => 1}, <0.5.1>, #Ref<0.1.2.3>, 'quoted atom'.
+  // Erlang's syntax: {ok,[1,2]}, <<"bytes">>, #{a => 1}, <0.5.1>, #Ref<0.1.2.3>, 'quoted atom'. An
+  // integer of more than 1,024 bytes prints as #Integer<N bytes> (decimal would take quadratic time).
   std::string to_string() const;
+  // The same, cut after max_chars characters (then "..." follows): for reports of terms from outside.
+  std::string to_string(std::size_t max_chars) const;
 
  private:
   friend struct detail::term_block;
@@ -249,11 +252,14 @@ class term {
 std::string term_to_binary(const term& t);
 // Throws grove::error(errc::bad_argument) with what is wrong and where for anything but one whole,
 // well-formed term: truncated or trailing bytes, an unknown tag, a length past the end, invalid
-// UTF-8 in an atom, nesting deeper than max_term_depth, a compressed term, the atom table full.
+// UTF-8 in an atom, nesting deeper than max_term_depth (or the runtime's stacks allow), a
+// compressed term, the atom table full.
 term binary_to_term(std::string_view bytes);
-// Nesting past this is refused by binary_to_term: a process's stack is runtime_config::stack_bytes
-// (256 KiB by default), and reading, comparing, printing and freeing a term each recurse once a level.
-inline constexpr std::size_t max_term_depth = 1024;
+// Nesting past this is refused by binary_to_term and by a node reading a peer's frames: reading,
+// comparing, printing and freeing a term each recurse once a level, and a process's stack is
+// runtime_config::stack_bytes (256 KiB by default). A runtime with smaller stacks reads less deep
+// terms (what its stack allows, at least 8 levels).
+inline constexpr std::size_t max_term_depth = 256;
 
 }  // namespace grove
 
