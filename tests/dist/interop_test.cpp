@@ -14,6 +14,9 @@
 #include <atomic>
 #include <map>
 #include <thread>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "erlang_node.hpp"
 
@@ -549,6 +552,37 @@ TEST_CASE("both ways: a 10 MB binary, and 100,000 messages in order") {
   CHECK(in_order);
   CHECK(expected == n + 1);
   CHECK(receive_term([](const term& t) { return t.is_atom("done"); }) == a("done"));
+  grove::send(echo.as_pid(), a("stop"));
+}
+
+TEST_CASE("both ways: thousands of distinct atoms, long atoms and third nodes' pids cross through the atom cache intact") {
+  connected c;
+  auto& erl = c.erl;
+  const term echo = erl.run("spawn_echo", {});
+  std::string long_name;
+  for (int i = 0; i < 255; ++i) long_name += "\xC3\xA9";  // 255 characters, 510 bytes: two length bytes
+  const term third(grove::pid::remote(grove::remote::node_slot("third@127.0.0.1"), 5, 11, 2));
+  // 6,000 atoms, three times the 2,048 entries of Erlang's cache; each message also names atoms sent
+  // long before (their entries replaced since) and, now and then, more than a header can name.
+  const int n = 6000;
+  std::vector<term> atoms;
+  for (int i = 0; i < n; ++i) atoms.push_back(a(fmt::format("interop_atom_{}", i).c_str()));
+  bool all_back = true;
+  for (int i = 0; i + 20 <= n && all_back; i += 20) {
+    std::vector<term> elements(atoms.begin() + i, atoms.begin() + i + 20);
+    if (i >= 2500)
+      for (int k = 0; k < 10; ++k) elements.push_back(atoms[static_cast<std::size_t>((i * 7 + k * 131) % i)]);
+    if (i % 1000 == 0) {
+      elements.insert(elements.end(), atoms.begin(), atoms.begin() + 300);  // past 255 in one frame
+      elements.push_back(term(grove::atom(long_name)));
+      elements.push_back(third);
+    }
+    const term message = term::list(elements);
+    grove::send(echo.as_pid(), tuple({self_term(), message}));
+    const term back = receive_term([](const term& t) { return t.is_record("echoed", 2); });
+    all_back = back[1] == message;
+  }
+  CHECK(all_back);
   grove::send(echo.as_pid(), a("stop"));
 }
 

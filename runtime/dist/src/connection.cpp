@@ -15,7 +15,9 @@
 //     has; the writer takes the whole buffer and writes it (a stream of small frames costs a
 //     syscall per batch, not per message).
 // Whoever writes holds `writing_`; frames leave in the order their senders queued or wrote them, so
-// what one sender sends to one receiver arrives in order. Measured
+// what one sender sends to one receiver arrives in order. A frame's distribution header, which says
+// what the peer's atom cache gains (control.hpp, "Atoms sent through the cache"), is written under
+// the lock as the frame takes its place, so the peer reads headers in the order they were made. Measured
 // (`python3 bench/harness/dist_send.py`, bench/RESULTS.md): writing every frame through the writer
 // process cost a round trip a hand-off (4.9 K round trips/s against 7.9 K written directly), and
 // writing every frame directly cost a stream a syscall per message (0.56 M messages/s against
@@ -154,14 +156,23 @@ bool connection::claim_attempt(pid connector) {
   return true;
 }
 
-void connection::enqueue(std::string_view frame) noexcept {
+void connection::enqueue(std::string_view frame) noexcept { place(nullptr, frame); }
+
+void connection::enqueue(const frame_atoms& refs, std::string_view body) noexcept { place(&refs, body); }
+
+void connection::place(const frame_atoms* refs, std::string_view frame) noexcept {
+  // With refs, `frame` is a body and its header goes before it (control.hpp, "Atoms sent through
+  // the cache"), built here under the lock. The calling thread's buffer: no park happens before
+  // this call returns.
+  thread_local std::string head;
+  head.clear();
   pid wake;
   std::shared_ptr<net::stream> direct;  // set: this thread writes the frame itself (see "Outgoing frames")
   std::string converted;
   try {
     std::lock_guard<std::mutex> g(lock_);
     if (state_ == state::closed) return;  // sent to a node that went away: dropped
-    if (pass_through_) {  // a peer that did not agree to headers (control.hpp)
+    if (pass_through_ && !refs) {  // a peer that did not agree to headers (control.hpp)
       converted = to_pass_through(frame, node_->ctx);
       frame = converted;
     }
@@ -170,10 +181,20 @@ void connection::enqueue(std::string_view frame) noexcept {
     const std::uint64_t now = clock_ns();
     const bool paused = now - last_direct_ns_ >= direct_pause_ns;
     if (state_ == state::up && !writing_ && out_.empty() && stream_ && paused) {
+      if (refs) append_frame_head(head, *refs, frame.size(), sent_atoms_, node_->ctx);
       writing_ = true;
       last_direct_ns_ = now;
       direct = stream_;
     } else {
+      if (refs) {
+        // Room first: once the header is built the peer's cache is taken as changed, so nothing may
+        // fail between that and the frame's place in out_.
+        const std::size_t bound = 7 + refs->count / 2 + 1 + refs->count * 3 + refs->text_bytes;
+        head.reserve(bound);
+        out_.reserve(out_.size() + bound + frame.size());
+        append_frame_head(head, *refs, frame.size(), sent_atoms_, node_->ctx);
+        out_.append(head);
+      }
       out_.append(frame);
       if (!writing_ && !wake_pending_ && !writer_.is_null()) {
         wake_pending_ = true;
@@ -185,12 +206,20 @@ void connection::enqueue(std::string_view frame) noexcept {
   }
   if (direct) {
     // One non-blocking send: all of it goes (the usual case), or the rest waits for the writer.
-    const ssize_t n = ::send(direct->native_handle(), frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    iovec parts[2] = {{head.data(), head.size()}, {const_cast<char*>(frame.data()), frame.size()}};
+    msghdr m{};
+    m.msg_iov = parts;
+    m.msg_iovlen = 2;
+    const ssize_t n = ::sendmsg(direct->native_handle(), &m, MSG_DONTWAIT | MSG_NOSIGNAL);
     const std::size_t sent = n > 0 ? static_cast<std::size_t>(n) : 0;
     try {
       std::lock_guard<std::mutex> g(lock_);
       writing_ = false;
-      if (sent < frame.size() && state_ != state::closed) out_.insert(0, frame.substr(sent));  // before anything queued meanwhile
+      if (sent < head.size() + frame.size() && state_ != state::closed) {  // before anything queued meanwhile
+        std::string rest = sent < head.size() ? head.substr(sent) : std::string();
+        rest.append(frame.substr(sent < head.size() ? 0 : sent - head.size()));
+        out_.insert(0, rest);
+      }
       if (!out_.empty() && !wake_pending_ && !writer_.is_null()) {
         wake_pending_ = true;
         wake = writer_;
@@ -217,6 +246,7 @@ bool connection::establish(std::shared_ptr<net::stream> s, const peer& them, pid
     state_ = state::up;
     peer_flags_ = them.flags;
     stream_ = std::move(s);
+    atom_cache_agreed_.store((them.flags & dflag::dist_hdr_atom_cache) != 0, std::memory_order_relaxed);  // see uses_atom_cache
     if (!(them.flags & dflag::dist_hdr_atom_cache)) {
       pass_through_ = true;
       try {

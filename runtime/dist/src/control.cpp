@@ -1,7 +1,12 @@
 // control.cpp: frames of control messages (control.hpp).
 #include "control.hpp"
 
+#include <bitset>
+#include <forward_list>
+
 #include <fmt/format.h>
+
+#include <grove/remote.hpp>
 
 namespace grove::dist::internal {
 
@@ -33,6 +38,111 @@ void append_frame(std::string& out, std::initializer_list<term> control, const t
     throw;
   }
   finish(out, start, max_bytes);
+}
+
+void append_frame_body(std::string& out, std::initializer_list<term> control, const term* payload,
+                       const codec_context& ctx, frame_atoms& refs, std::size_t max_bytes) {
+  const std::size_t start = out.size();
+  try {
+    out += static_cast<char>(104);  // SMALL_TUPLE_EXT
+    out += static_cast<char>(control.size());
+    for (const term& e : control) encode_term(out, e, ctx, &refs);
+    if (payload) encode_term(out, *payload, ctx, &refs);
+  } catch (...) {
+    out.resize(start);
+    throw;
+  }
+  // The header's largest size: 131 68, the count, the flags, and per atom an index and a length of
+  // two bytes besides its text.
+  const std::size_t head = 3 + (refs.count / 2 + 1) + refs.count * 3 + refs.text_bytes;
+  const std::size_t n = out.size() - start + head;
+  if (n > max_bytes || n > UINT32_MAX) {
+    out.resize(start);
+    throw error(errc::bad_argument, fmt::format("a message of {} bytes, past max_frame_bytes ({})", n, max_bytes));
+  }
+}
+
+namespace {
+// An entry's home in the peer's cache: a mix of the key (atom indices are small and dense, node
+// keys differ in their high half), so that the atoms of one message spread over the segments.
+std::size_t home_of(std::uint64_t key) {
+  key ^= key >> 29;
+  key *= 0xbf58476d1ce4e5b9ull;
+  key ^= key >> 32;
+  return static_cast<std::size_t>(key) & 2047;
+}
+constexpr std::size_t probe_places = 4;
+}  // namespace
+
+void append_frame_head(std::string& out, const frame_atoms& refs, std::size_t body_bytes, sent_atom_cache& cache,
+                       const codec_context& ctx) {
+  // Where each reference goes, and whether it sets its entry; the cache changes only once the head
+  // is written whole (a throw leaves it as the peer knows it).
+  std::array<std::uint16_t, frame_atoms::capacity> entry;
+  std::bitset<frame_atoms::capacity> fresh;
+  std::bitset<2048> claimed;
+  std::array<frame_atoms::text, frame_atoms::capacity> text;  // of the new entries (trivial: left unset)
+  std::forward_list<std::string> node_texts;  // the names of other nodes this frame sets entries for (rare)
+  bool long_atoms = false;
+  for (std::size_t i = 0; i < refs.count; ++i) {
+    const std::uint64_t key = refs.keys[i];
+    const std::size_t home = home_of(key);
+    std::size_t at = 2048;
+    for (std::size_t k = 0; k < probe_places && at == 2048; ++k) {
+      const std::size_t e = (home + k) & 2047;
+      // The peer has it, unless an earlier reference of this frame takes that entry for another atom.
+      if (cache.keys[e] == key + 1 && !claimed.test(e)) at = e;
+    }
+    if (at == 2048) {
+      fresh.set(i);
+      for (std::size_t k = 0; at == 2048; ++k) {  // 255 refs never claim all 2,048 entries
+        const std::size_t e = (home + k) & 2047;
+        if (!claimed.test(e)) at = e;
+      }
+      if (key & frame_atoms::node_key) {
+        const auto slot = static_cast<std::uint32_t>(key);
+        const std::string& name = slot == ctx.node_slot ? ctx.node_name : node_texts.emplace_front(remote::node_name(slot));
+        text[i] = {name.data(), name.size()};
+      } else {
+        text[i] = refs.texts[i];
+      }
+      if (text[i].size > 255) long_atoms = true;
+    }
+    claimed.set(at);
+    entry[i] = static_cast<std::uint16_t>(at);
+  }
+  const std::size_t start = out.size();
+  try {
+    out.append(4, '\0');
+    out += static_cast<char>(version_magic);
+    out += static_cast<char>(68);  // DIST_HEADER
+    out += static_cast<char>(refs.count);
+    if (refs.count > 0) {
+      // Half a byte per reference (even ones in the low half): new-entry bit and segment; the half
+      // after the last holds LongAtoms.
+      const std::size_t flags_at = out.size();
+      out.append(refs.count / 2 + 1, '\0');
+      const auto set_half = [&](std::size_t i, unsigned v) {
+        out[flags_at + i / 2] = static_cast<char>(static_cast<std::uint8_t>(out[flags_at + i / 2]) | (v << ((i % 2) * 4)));
+      };
+      for (std::size_t i = 0; i < refs.count; ++i) set_half(i, (fresh.test(i) ? 0x8u : 0u) | (entry[i] >> 8));
+      if (long_atoms) set_half(refs.count, 0x1);
+      for (std::size_t i = 0; i < refs.count; ++i) {
+        out += static_cast<char>(entry[i] & 0xFF);
+        if (!fresh.test(i)) continue;
+        if (long_atoms) out += static_cast<char>(text[i].size >> 8);
+        out += static_cast<char>(text[i].size);
+        out.append(text[i].data, text[i].size);
+      }
+    }
+  } catch (...) {
+    out.resize(start);
+    throw;
+  }
+  const std::size_t n = out.size() - start - 4 + body_bytes;
+  for (int i = 0; i < 4; ++i) out[start + static_cast<std::size_t>(i)] = static_cast<char>(n >> (24 - 8 * i));
+  for (std::size_t i = 0; i < refs.count; ++i)
+    if (fresh.test(i)) cache.keys[entry[i]] = refs.keys[i] + 1;
 }
 
 std::string to_pass_through(std::string_view frames, const codec_context& ctx) {

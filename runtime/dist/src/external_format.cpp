@@ -121,12 +121,39 @@ std::string_view node_text(std::uint32_t slot, const codec_context& ctx) {
   return cached_name;
 }
 
+// An atom as an ATOM_CACHE_REF when the frame has a header to name it in (room for 255), else as text.
+void put_atom(std::string& out, std::uint64_t key, std::string_view name, frame_atoms* refs) {
+  if (refs) {
+    std::size_t i = 0;
+    while (i < refs->count && refs->keys[i] != key) ++i;
+    if (i == refs->count && i < frame_atoms::capacity) {
+      refs->keys[i] = key;
+      // Atoms' names last forever; a node's (node_text's view) only until the next node's.
+      refs->texts[i] = key & frame_atoms::node_key ? frame_atoms::text{nullptr, 0} : frame_atoms::text{name.data(), name.size()};
+      refs->text_bytes += name.size();
+      ++refs->count;
+    }
+    if (i < refs->count) {
+      put8(out, atom_cache_ref);
+      put8(out, static_cast<std::uint8_t>(i));
+      return;
+    }
+  }
+  put_atom_text(out, name);
+}
+
+void put_node(std::string& out, std::uint32_t slot, const codec_context& ctx, frame_atoms* refs) {
+  if (slot == 0) slot = ctx.node_slot;
+  // A node's text is fetched again when a header names it, so frame_atoms keeps its key and size.
+  put_atom(out, frame_atoms::node_key | slot, node_text(slot, ctx), refs);
+}
+
 std::uint32_t checked_count(std::size_t n, const char* what) {
   if (n > UINT32_MAX) throw error(errc::bad_argument, fmt::format("term_to_binary: a {} of {} elements", what, n));
   return static_cast<std::uint32_t>(n);
 }
 
-void put_term(std::string& out, const term& t, const codec_context& ctx) {
+void put_term(std::string& out, const term& t, const codec_context& ctx, frame_atoms* refs) {
   switch (t.type()) {
     case term::kind::integer: {
       const std::int64_t v = t.as_int();
@@ -164,12 +191,12 @@ void put_term(std::string& out, const term& t, const codec_context& ctx) {
       put8(out, new_float_ext);
       put64(out, std::bit_cast<std::uint64_t>(t.as_double()));
       return;
-    case term::kind::atom: put_atom_text(out, t.as_atom().name()); return;
+    case term::kind::atom: put_atom(out, t.as_atom().index(), t.as_atom().name(), refs); return;
     case term::kind::reference: {
       const reference& r = t.as_reference();
       put8(out, newer_reference_ext);
       put16(out, r.length);
-      put_atom_text(out, node_text(r.node, ctx));
+      put_node(out, r.node, ctx, refs);
       put32(out, r.node == 0 ? ctx.creation : r.creation);
       for (std::uint8_t i = 0; i < r.length; ++i) put32(out, r.words[i]);
       return;
@@ -183,11 +210,11 @@ void put_term(std::string& out, const term& t, const codec_context& ctx) {
       const port& p = t.as_port();
       if (p.id > UINT32_MAX) {
         put8(out, v4_port_ext);
-        put_atom_text(out, node_text(p.node, ctx));
+        put_node(out, p.node, ctx, refs);
         put64(out, p.id);
       } else {
         put8(out, new_port_ext);
-        put_atom_text(out, node_text(p.node, ctx));
+        put_node(out, p.node, ctx, refs);
         put32(out, static_cast<std::uint32_t>(p.id));
       }
       put32(out, p.node == 0 ? ctx.creation : p.creation);
@@ -196,7 +223,7 @@ void put_term(std::string& out, const term& t, const codec_context& ctx) {
     case term::kind::pid: {
       const pid p = t.as_pid();
       put8(out, new_pid_ext);
-      put_atom_text(out, node_text(p.node(), ctx));
+      put_node(out, p.node(), ctx, refs);
       put32(out, p.index());
       put32(out, p.serial());
       put32(out, p.is_remote() ? p.creation() : ctx.creation);
@@ -211,15 +238,15 @@ void put_term(std::string& out, const term& t, const codec_context& ctx) {
         put8(out, large_tuple_ext);
         put32(out, checked_count(e.size(), "tuple"));
       }
-      for (const term& x : e) put_term(out, x, ctx);
+      for (const term& x : e) put_term(out, x, ctx, refs);
       return;
     }
     case term::kind::map: {
       put8(out, map_ext);
       put32(out, checked_count(t.size(), "map"));
       for (const auto& [k, v] : t.entries()) {
-        put_term(out, k, ctx);
-        put_term(out, v, ctx);
+        put_term(out, k, ctx, refs);
+        put_term(out, v, ctx, refs);
       }
       return;
     }
@@ -240,8 +267,8 @@ void put_term(std::string& out, const term& t, const codec_context& ctx) {
       }
       put8(out, list_ext);
       put32(out, checked_count(e.size(), "list"));
-      for (const term& x : e) put_term(out, x, ctx);
-      put_term(out, t.tail(), ctx);
+      for (const term& x : e) put_term(out, x, ctx, refs);
+      put_term(out, t.tail(), ctx, refs);
       return;
     }
     case term::kind::binary: {
@@ -437,8 +464,8 @@ class reader {
     out += uniq;
     put32(out, index);
     put32(out, num_free);
-    for (const term* x : {&module, &old_index, &old_uniq, &creator}) put_term(out, *x, ctx_);
-    for (std::uint32_t i = 0; i < num_free; ++i) put_term(out, read_term(depth + 1), ctx_);
+    for (const term* x : {&module, &old_index, &old_uniq, &creator}) put_term(out, *x, ctx_, nullptr);
+    for (std::uint32_t i = 0; i < num_free; ++i) put_term(out, read_term(depth + 1), ctx_, nullptr);
     if (pos_ != end) fail("a fun whose size does not match its contents", at);
     const auto written = static_cast<std::uint32_t>(out.size() - 1);
     for (int i = 0; i < 4; ++i) out[1 + static_cast<std::size_t>(i)] = static_cast<char>(written >> (24 - 8 * i));
@@ -453,7 +480,7 @@ class reader {
       fail("an export fun whose module, function or arity is not one", at);
     std::string out;
     out += static_cast<char>(export_ext);
-    for (const term* x : {&module, &function, &arity}) put_term(out, *x, ctx_);
+    for (const term* x : {&module, &function, &arity}) put_term(out, *x, ctx_, nullptr);
     return term::fun_from_encoding({reinterpret_cast<const std::uint8_t*>(out.data()), out.size()});
   }
 
@@ -635,7 +662,7 @@ codec_context current_codec_context() {
   return ctx;
 }
 
-void encode_term(std::string& out, const term& t, const codec_context& ctx) { put_term(out, t, ctx); }
+void encode_term(std::string& out, const term& t, const codec_context& ctx, frame_atoms* refs) { put_term(out, t, ctx, refs); }
 
 term decode_term(std::string_view data, std::size_t& pos, const codec_context& ctx, atom_refs refs) {
   reader r(data, pos, ctx, refs);

@@ -1,6 +1,7 @@
 // external_format.hpp: Erlang's external term format, both ways (design in external_format.cpp).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -28,9 +29,27 @@ codec_context current_codec_context();
 
 inline constexpr std::uint8_t version_magic = 131;
 
-// Appends t's encoding, without the version byte. Throws grove::error(errc::bad_argument) for a
-// term the format cannot carry (a list, tuple or map of 2^32 elements or more).
-void encode_term(std::string& out, const term& t, const codec_context& ctx);
+// The atoms one frame's terms refer to by ATOM_CACHE_REF (ATOM_CACHE_REF i is entry i), for its
+// distribution header (control.hpp, "sent_atom_cache"): an atom's key is its atom-table index, a
+// node name's is node_key | its node-table slot; both name the same text for good.
+struct frame_atoms {
+  static constexpr std::size_t capacity = 255;  // what a header can name; later atoms go as text
+  static constexpr std::uint64_t node_key = std::uint64_t{1} << 32;
+  struct text {  // trivial, so that a frame_atoms costs nothing until used
+    const char* data;
+    std::size_t size;
+  };
+  std::array<std::uint64_t, capacity> keys;  // [0, count) set
+  std::array<text, capacity> texts;          // an atom's name; empty for a node (fetched again)
+  std::size_t count = 0;
+  std::size_t text_bytes = 0;  // all their names together
+};
+
+// Appends t's encoding, without the version byte. With `refs`, atoms (and node names in pids,
+// references and ports) are written as ATOM_CACHE_REFs into it. Throws
+// grove::error(errc::bad_argument) for a term the format cannot carry (a list, tuple or map of
+// 2^32 elements or more).
+void encode_term(std::string& out, const term& t, const codec_context& ctx, frame_atoms* refs = nullptr);
 
 // The atoms a distribution header names (ATOM_CACHE_REF i in the frame's terms is atoms[i]).
 struct atom_refs {

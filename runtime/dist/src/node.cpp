@@ -389,8 +389,14 @@ void node_state::transmit(connection& c, std::initializer_list<term> control, co
   // between building and queueing, so the buffer is this call's).
   thread_local std::string scratch;
   scratch.clear();
-  append_frame(scratch, control, payload, ctx, options.max_frame_bytes);
-  c.enqueue(scratch);
+  if (c.uses_atom_cache()) {
+    frame_atoms refs;
+    append_frame_body(scratch, control, payload, ctx, refs, options.max_frame_bytes);
+    c.enqueue(refs, scratch);
+  } else {
+    append_frame(scratch, control, payload, ctx, options.max_frame_bytes);
+    c.enqueue(scratch);
+  }
   if (scratch.capacity() > (std::size_t{1} << 20)) std::string().swap(scratch);  // after a large message
 }
 

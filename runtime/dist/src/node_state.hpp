@@ -63,6 +63,15 @@ class connection : public std::enable_shared_from_this<connection> {
   // Any thread; never blocks, never throws. Sends a frame: written at once when nobody is writing
   // and nothing is queued, else queued (dropped once closed), waking the writer when needed.
   void enqueue(std::string_view frame) noexcept;
+  // The same for a frame's body (control.hpp's append_frame_body) whose atoms are `refs`: its header
+  // is written as it takes its place on the wire, from what the peer's atom cache holds by then.
+  // Only once uses_atom_cache().
+  void enqueue(const frame_atoms& refs, std::string_view body) noexcept;
+  // The peer agreed to distribution headers (set once, at establish).
+  bool uses_atom_cache() const noexcept {
+    // relaxed: it only picks between two encodings the peer reads alike; enqueue's lock orders the rest
+    return atom_cache_agreed_.load(std::memory_order_relaxed);
+  }
 
   // Registers `p` to get a connection_settled message (with this connection's id) when a
   // connecting connection comes up or fails; returns the state now (p is registered only while
@@ -106,6 +115,7 @@ class connection : public std::enable_shared_from_this<connection> {
   void read_loop();
   void handle_frame(std::string_view bytes);
   void reply_frame(std::initializer_list<term> control, const term* payload);
+  void place(const frame_atoms* refs, std::string_view body) noexcept;
 
   std::shared_ptr<node_state> node_;
   const std::uint32_t slot_;
@@ -123,6 +133,8 @@ class connection : public std::enable_shared_from_this<connection> {
   pid writer_, reader_, owner_;                     // guarded by lock_
   std::vector<pid> waiters_;                        // guarded by lock_: dist::connect callers
   std::uint64_t peer_flags_ = 0;                    // guarded by lock_ (set once, at establish)
+  std::atomic<bool> atom_cache_agreed_{false};      // set once, at establish (uses_atom_cache)
+  sent_atom_cache sent_atoms_;                      // guarded by lock_: what the peer's atom cache holds
   std::unique_ptr<atom_cache> cache_;               // reader only: the peer's atom cache, if agreed
   std::shared_ptr<net::stream> stream_;             // guarded by lock_
   std::set<std::pair<pid, pid>> links_;             // guarded by lock_: (local, remote)
