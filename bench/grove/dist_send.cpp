@@ -5,8 +5,9 @@
 //                                                  a sender node (grove_sender_K@127.0.0.1) against
 //                                                  grove_sink_K or erl_sink_K (bench/peers/erlang/dist_send.erl)
 // mode 0 (stream): N messages {m, Payload} to a counter process on the sink, which answers
-//   {done, N} after the last: messages_per_second, sent back to back (Grove's sends never block;
-//   Erlang's do while the connection's buffer is busy).
+//   {done, N} after the last: messages_per_second, sent back to back (a sender waits while the
+//   connection's queue is past its busy limit, in Grove as in Erlang: --busy_limit_kib, 1024 as
+//   OTP's default).
 // mode 1 (round trips): N times {self(), Payload} to an echo process and its answer back:
 //   round_trips_per_second.
 // Payload: 0 is a small term (the integer 42), B > 0 a binary of B bytes. The sink asks nothing;
@@ -71,7 +72,10 @@ int run_sender(const bench::flags& f) {
   grove::runtime rt({.workers = static_cast<unsigned>(f["threads"]), .max_idle_spin = std::chrono::microseconds(f["spin_us"])});
   grove::scoped_process me;
   const long long id = f["id"];
-  grove::dist::start({.name = fmt::format("grove_sender_{}@127.0.0.1", id), .cookie = cookie, .listen_address = "127.0.0.1"});
+  grove::dist::start({.name = fmt::format("grove_sender_{}@127.0.0.1", id),
+                      .cookie = cookie,
+                      .listen_address = "127.0.0.1",
+                      .busy_limit_bytes = static_cast<std::size_t>(f["busy_limit_kib"]) * 1024});
   const std::string peer = fmt::format("{}_sink_{}@127.0.0.1", f["peer_erlang"] ? "erl" : "grove", id);
   // The sink may still be starting: ask until it answers, at most 30 s.
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -129,7 +133,7 @@ int run_sender(const bench::flags& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bench::flags f(argc, argv, {{"sink", 0}, {"id", 0}, {"peer_erlang", 0}, {"mode", 0}, {"payload", 0}, {"n", 200000}, {"spin_us", 200}});
+  bench::flags f(argc, argv, {{"sink", 0}, {"id", 0}, {"peer_erlang", 0}, {"mode", 0}, {"payload", 0}, {"n", 200000}, {"spin_us", 200}, {"busy_limit_kib", 1024}});
   if (f["sink"]) return run_sink(f["id"], static_cast<unsigned>(f["threads"]), f["spin_us"]);
   return run_sender(f);
 }

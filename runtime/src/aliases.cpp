@@ -8,6 +8,7 @@
 #include "delivery.hpp"
 #include "exit_protocol.hpp"
 #include "receive.hpp"
+#include "remote.hpp"
 #include "signal_nodes.hpp"
 #include "tracer.hpp"
 
@@ -57,6 +58,8 @@ void send_node_to_alias(const alias& to, message_node* n) {
   if (self) {
     count_send(*rt, self);
     charge(self, true);
+    if (to.owner.is_remote()) [[unlikely]]
+      wait_after_remote_send(*rt, to.owner);  // a node busy past its limit holds the sender (remote.cpp)
   }
 }
 }  // namespace detail

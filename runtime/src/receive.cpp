@@ -27,6 +27,7 @@
 #include "delivery.hpp"
 #include "io.hpp"
 #include "exit_protocol.hpp"
+#include "remote.hpp"
 #include "scheduler.hpp"
 #include "scoped_waiter.hpp"
 #include "signal_handling.hpp"
@@ -156,6 +157,8 @@ void send_node(pid to, message_node* n) {
   if (self) {
     count_send(*rt, self);
     charge(self, true);
+    if (to.is_remote()) [[unlikely]]
+      wait_after_remote_send(*rt, to);  // a node busy past its limit holds the sender (remote.cpp)
   }
 }
 

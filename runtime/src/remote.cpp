@@ -30,6 +30,12 @@
 // each routed back to the remote sender), since a remote sender has no synchronous answer to wait
 // for as a local link() does.
 //
+// ## A busy node
+// A router may ask a process that sent a message to wait (router::busy: OTP's busy_dist_port, so a
+// sender cannot queue without bound for a node that reads slower than it writes). The runtime asks
+// after the send, outside the noexcept path that routed it, and waits outside any router call: a
+// waiting sender holds the gate (a shared_ptr), not the router, so removal never waits for it.
+//
 // ## Removal (set_router(nullptr)) and its orders
 // Callers announce themselves in `users` and then load `router`; the remover stores null and then
 // waits for `users` to reach zero. Both pairs are seq_cst, so in their single total order either a
@@ -84,6 +90,12 @@ bool with_router(runtime_state& rt, F&& fn) noexcept {
 }
 
 }  // namespace
+
+void wait_after_remote_send(runtime_state& rt, pid to) {
+  std::shared_ptr<remote::send_gate> gate;
+  with_router(rt, [&](remote::router& r) { gate = r.busy(to); });
+  if (gate) gate->wait();
+}
 
 void route_remote(runtime_state& rt, pid to, detail::message_node* n) noexcept {
   detail::node_owner owner(n);  // freed on the way out unless handed on

@@ -28,6 +28,9 @@ struct remote_seam {
 // the router, or answered as Erlang answers for a node it cannot reach. Consumes n. A message's
 // sender is the calling process (the null pid on a foreign thread). Any thread.
 void route_remote(grove::runtime::state& rt, pid to, detail::message_node* n) noexcept;
+// After the calling process sent a message to remote `to`: waits at the router's gate if it has one
+// (router::busy). May park; may unwind a process killed meanwhile.
+void wait_after_remote_send(grove::runtime::state& rt, pid to);
 // An exit signal from `from` to remote `to` (exit/2, or through a link).
 void route_remote_exit(grove::runtime::state& rt, pid to, pid from, const exit_reason& reason, bool via_link) noexcept;
 // A monitor by registered name on another node (grove::monitor(name, node)).

@@ -87,6 +87,7 @@ receive_seq(I, N) when I > N -> ok;
 receive_seq(I, N) ->
     receive
         {seq, I} -> receive_seq(I + 1, N);
+        {seq, I, _Payload} -> receive_seq(I + 1, N);
         {seq, J} -> {out_of_order, I, J}
     after 20000 -> {missing, I}
     end.

@@ -586,6 +586,65 @@ TEST_CASE("both ways: thousands of distinct atoms, long atoms and third nodes' p
   grove::send(echo.as_pid(), a("stop"));
 }
 
+TEST_CASE("Grove → Erlang: senders to a node that stops reading wait past busy_limit_bytes, lose nothing, and can be killed or released") {
+  grove::dist::node_options o;
+  o.busy_limit_bytes = 256 * 1024;
+  dist_test::grove_node g(o);
+  dist_test::erlang_node erl(dist_test::unique_alive("busy"));
+  REQUIRE(erl.wait_until_up());
+  // 40 MB of 1 KB messages: far past what the kernel's socket buffers hold for a reader that stopped.
+  const int n = 40'000;
+  const term payload = term::binary(std::string(1024, 'p'));
+  (void)erl.run("receive_many", {n, self_term()});
+  const term rpid = receive_term([](const term& t) { return t.is_record("receiver", 2); })[1];
+  erl.pause();  // SIGSTOP: its socket stays open, nothing is read from it
+  struct progress {
+    std::atomic<int> sent{0};
+  };
+  auto a_progress = std::make_shared<progress>();
+  const grove::pid test = grove::self();
+  const auto sender = [&](std::shared_ptr<progress> pr, int count) {
+    return grove::spawn([=] {
+      for (int i = 1; i <= count; ++i) {
+        grove::send(rpid.as_pid(), tuple({a("seq"), i, payload}));
+        pr->sent.store(i, std::memory_order_relaxed);
+      }
+      grove::send(test, tuple({a("sent_all"), term(grove::self())}));
+    });
+  };
+  const auto gated = [](grove::pid p) {  // parked in the gate's receive (a sender never receives otherwise)
+    auto s = grove::process_summary_of(p);
+    return s && s->status == grove::process_status::waiting && s->waiting_on == grove::wait_reason::receive;
+  };
+  const grove::pid a_sender = sender(a_progress, n);
+  REQUIRE(grove_test::wait_until([&] { return gated(a_sender); }));
+  CHECK(a_progress->sent.load() < n);
+  // A second sender is held too (the queue is still past the limit), and a kill ends its wait.
+  const grove::spawned b = grove::spawn_monitor([=] {
+    for (;;) grove::send(rpid.as_pid(), a("never_read"));
+  });
+  REQUIRE(grove_test::wait_until([&] { return gated(b.pid); }));
+  grove::exit(b.pid, grove::exit_reason::kill());
+  const grove::down d = grove::receive(grove::when([&](const grove::down& x) { return x.ref == b.monitor; }, [](grove::down x) { return x; }),
+                                       grove::after(patience, [] { return grove::down{}; }));
+  CHECK(d.reason.text() == "killed");
+  // The node reads again: the held sender finishes, and every message arrived, in order.
+  erl.resume();
+  const term all = receive_term([](const term& t) { return t.is_record("sent_all", 2); });
+  CHECK(all[1] == term(a_sender));
+  CHECK(receive_term([](const term& t) { return t.is_record("received", 2); })[1] == a("ok"));
+  // Held again, then the connection goes down: the sender goes on (its later messages find no node).
+  (void)erl.run("receive_many", {n, self_term()});
+  (void)receive_term([](const term& t) { return t.is_record("receiver", 2); });
+  erl.pause();
+  auto c_progress = std::make_shared<progress>();
+  const grove::pid c_sender = sender(c_progress, n);
+  REQUIRE(grove_test::wait_until([&] { return gated(c_sender); }));
+  CHECK(grove::dist::disconnect(erl.name()));
+  CHECK(receive_term([](const term& t) { return t.is_record("sent_all", 2); })[1] == term(c_sender));
+  erl.resume();
+}
+
 TEST_CASE("Erlang → Grove: the Erlang node goes away: noconnection to every link and monitor across") {
   dist_test::grove_node g;
   dist_test::erlang_node erl(dist_test::unique_alive("doomed"));

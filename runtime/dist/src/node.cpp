@@ -506,6 +506,17 @@ void node_state::down(pid from, pid watcher, std::uint64_t ref, const exit_reaso
   }
 }
 
+std::shared_ptr<remote::send_gate> node_state::busy(pid to) noexcept { return busy_slot(to.node()); }
+
+std::shared_ptr<remote::send_gate> node_state::busy_slot(std::uint32_t slot) noexcept {
+  if (grove::self().is_null()) return nullptr;  // a foreign thread queues
+  try {
+    if (auto c = find(slot)) return c->gate_if_busy(options.busy_limit_bytes);
+  } catch (...) {
+  }
+  return nullptr;
+}
+
 void node_state::send_to_name(pid from, std::uint32_t node_slot, std::string_view name, grove::detail::message_node* n) noexcept {
   grove::detail::node_owner owner(n);
   try {
@@ -691,6 +702,10 @@ void send_node_to_name(std::string_view name, std::string_view node_name_, grove
   }
   const std::uint32_t slot = remote::node_slot(node_name_);
   node->send_to_name(grove::self(), slot, name, owner.release());
+  if (auto gate = node->busy_slot(slot)) {
+    node.reset();  // the gate holds what it needs
+    gate->wait();
+  }
 }
 
 void send_node_to_alias(const term& alias_reference, grove::detail::message_node* n) {
@@ -713,6 +728,10 @@ void send_node_to_alias(const term& alias_reference, grove::detail::message_node
     return;
   }
   node->send_to_alias(grove::self(), alias_reference, n);
+  if (auto gate = node->busy_slot(r.node)) {
+    node.reset();  // the gate holds what it needs
+    gate->wait();
+  }
 }
 
 }  // namespace detail

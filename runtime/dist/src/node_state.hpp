@@ -67,6 +67,10 @@ class connection : public std::enable_shared_from_this<connection> {
   // is written as it takes its place on the wire, from what the peer's atom cache holds by then.
   // Only once uses_atom_cache().
   void enqueue(const frame_atoms& refs, std::string_view body) noexcept;
+  // Process context: a gate for the calling process if more than `limit` bytes wait to be written
+  // (node_options::busy_limit_bytes), registered to be opened once they are written or the
+  // connection is down; else null. Never throws (out of memory: no wait).
+  std::shared_ptr<remote::send_gate> gate_if_busy(std::size_t limit) noexcept;
   // The peer agreed to distribution headers (set once, at establish).
   bool uses_atom_cache() const noexcept {
     // relaxed: it only picks between two encodings the peer reads alike; enqueue's lock orders the rest
@@ -116,6 +120,7 @@ class connection : public std::enable_shared_from_this<connection> {
   void handle_frame(std::string_view bytes);
   void reply_frame(std::initializer_list<term> control, const term* payload);
   void place(const frame_atoms* refs, std::string_view body) noexcept;
+  static void open_gates(const std::vector<std::pair<pid, std::uint64_t>>& waiters) noexcept;
 
   std::shared_ptr<node_state> node_;
   const std::uint32_t slot_;
@@ -129,6 +134,9 @@ class connection : public std::enable_shared_from_this<connection> {
   bool wake_pending_ = false;                       // guarded by lock_: a wake is on its way to the writer
   bool writing_ = false;                            // guarded by lock_: someone holds the socket's write side
   std::uint64_t last_direct_ns_ = 0;                // guarded by lock_: when a sender last wrote itself
+  std::size_t in_flight_ = 0;                       // guarded by lock_: bytes the writer took and is writing
+  std::vector<std::pair<pid, std::uint64_t>> busy_waiters_;  // guarded by lock_: gated senders, their gates' tokens
+  std::uint64_t next_gate_token_ = 1;               // guarded by lock_
   bool pass_through_ = false;                       // guarded by lock_: the peer agreed to no headers (set at establish)
   pid writer_, reader_, owner_;                     // guarded by lock_
   std::vector<pid> waiters_;                        // guarded by lock_: dist::connect callers
@@ -184,6 +192,9 @@ class node_state final : public remote::router, public std::enable_shared_from_t
   void monitor(pid watcher, pid target, std::uint64_t ref, std::string_view name) noexcept override;
   void demonitor(pid watcher, pid target, std::uint64_t ref) noexcept override;
   void down(pid from, pid watcher, std::uint64_t ref, const exit_reason& reason) noexcept override;
+  std::shared_ptr<remote::send_gate> busy(pid to) noexcept override;
+  // The same for a send to a name or an alias on the node in `slot`.
+  std::shared_ptr<remote::send_gate> busy_slot(std::uint32_t slot) noexcept;
 
   // Sends to {name, node} and to an alias reference (dist::send, dist::send_to_alias).
   void send_to_name(pid from, std::uint32_t node_slot, std::string_view name, grove::detail::message_node* n) noexcept;
@@ -201,6 +212,10 @@ struct connect_request {
 };
 // What wakes a connection's writer.
 struct writer_wake {};
+// What opens a busy connection's gate for one waiting sender (connection::gate_if_busy).
+struct gate_open {
+  std::uint64_t token;
+};
 // What a dist::connect caller waits for: the attempt it joined (connection::id) came up or failed.
 struct connection_settled {
   std::uint64_t attempt;

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -54,9 +55,26 @@ inline bool is_name_target(pid p) noexcept { return p.is_remote() && p.creation(
 // it (a process, a foreign thread, a process in its exit protocol). They must not block or throw,
 // and must keep the order of what one sender sends to one receiver (OTP's only ordering guarantee).
 // Each names the sender `from` (the null pid for a foreign thread).
+// What a process that sent to a busy node waits on (router::busy).
+class send_gate {
+ public:
+  virtual ~send_gate() = default;
+  // Process context; returns once the process may go on. May park; an exit signal that kills the
+  // process meanwhile ends the wait by unwinding (grove::exit_unwind), as in receive.
+  virtual void wait() = 0;
+};
+
 class router {
  public:
   virtual ~router() = default;
+  // After a process has sent a message to `to` (send, to a name, to an alias): a gate it must wait
+  // at before it goes on, or null (OTP's busy_dist_port: a sender to a node whose output queue is
+  // past its limit is suspended until the queue drains). The runtime waits outside any router call,
+  // so the router may be removed meanwhile. Foreign threads are never asked.
+  virtual std::shared_ptr<send_gate> busy(pid to) noexcept {
+    (void)to;
+    return nullptr;
+  }
   // A message. Owns `message` (detail::destroy_node frees it).
   virtual void send(pid from, pid to, detail::message_node* message) noexcept = 0;
   // `from` (local) has added `to` to its links / removed it.

@@ -68,6 +68,11 @@ struct node_options {
   // A frame from a peer larger than this closes its connection (a guard against a peer that claims
   // a huge frame; Erlang has none). A message of this size or more cannot be sent either.
   std::size_t max_frame_bytes = std::size_t{256} << 20;
+  // A process that sends a message to a node whose outgoing queue holds more than this (frames not
+  // yet written to its socket) waits until the queue is written out, or the connection goes down:
+  // OTP's busy_dist_port at its default dist_buf_busy_limit (erl +zdbbl 1024). Messages are never
+  // dropped for it; signals (links, monitors, exits) and senders that are not processes never wait.
+  std::size_t busy_limit_bytes = std::size_t{1} << 20;
 };
 
 // Makes the running runtime a node: registers with EPMD and starts listening; sends to remote pids
