@@ -45,6 +45,7 @@
 // count, as ours, plus an allocation's lifetime to reason about).
 #include "remote.hpp"
 
+#include <exception>
 #include <shared_mutex>
 #include <thread>
 #include <unordered_map>
@@ -92,6 +93,7 @@ bool with_router(runtime_state& rt, F&& fn) noexcept {
 }  // namespace
 
 void wait_after_remote_send(runtime_state& rt, pid to) {
+  if (!remote::sender_may_wait()) return;
   std::shared_ptr<remote::send_gate> gate;
   with_router(rt, [&](remote::router& r) { gate = r.busy(to); });
   if (gate) gate->wait();
@@ -188,6 +190,11 @@ std::string node_name(std::uint32_t slot) {
 }
 
 std::string this_node() { return this_node_name(require_runtime()); }
+
+bool sender_may_wait() noexcept {
+  const process* p = current_process();
+  return p && !p->exiting && !p->in_exit_protocol && p->exits_deferred == 0 && std::uncaught_exceptions() == 0;
+}
 
 std::uint32_t this_creation() {
   runtime_state& rt = require_runtime();

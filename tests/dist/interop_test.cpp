@@ -628,6 +628,27 @@ TEST_CASE("Grove → Erlang: senders to a node that stops reading wait past busy
   const grove::down d = grove::receive(grove::when([&](const grove::down& x) { return x.ref == b.monitor; }, [](grove::down x) { return x; }),
                                        grove::after(patience, [] { return grove::down{}; }));
   CHECK(d.reason.text() == "killed");
+  // Senders that must not park are not held (they queue): one inside an exit_deferral (whose sends
+  // must not raise), and one whose captures send as the exit protocol destroys them.
+  grove::spawn([=] {
+    {
+      grove::exit_deferral deferred;
+      grove::send(rpid.as_pid(), a("sent_deferred"));
+    }
+    grove::send(test, a("deferred_not_held"));
+  });
+  CHECK(receive_term([](const term& t) { return t.is_atom("deferred_not_held"); }) == a("deferred_not_held"));
+  struct sends_when_destroyed {  // sends only from a process other than the one that made it
+    grove::pid to;
+    grove::pid maker = grove::self();
+    ~sends_when_destroyed() {
+      if (grove::self() != maker) grove::send(to, grove::term(grove::atom("sent_at_exit")));
+    }
+  };
+  const grove::spawned e = grove::spawn_monitor([guard = sends_when_destroyed{rpid.as_pid()}] { (void)guard; });
+  const grove::down e_down = grove::receive(grove::when([&](const grove::down& x) { return x.ref == e.monitor; }, [](grove::down x) { return x; }),
+                                            grove::after(patience, [] { return grove::down{}; }));
+  CHECK(e_down.reason.text() == "normal");
   // The node reads again: the held sender finishes, and every message arrived, in order.
   erl.resume();
   const term all = receive_term([](const term& t) { return t.is_record("sent_all", 2); });

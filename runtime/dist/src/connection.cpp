@@ -206,6 +206,7 @@ void connection::place(const frame_atoms* refs, std::string_view frame) noexcept
         out_.append(head);
       }
       out_.append(frame);
+      if (out_.size() + in_flight_ > node_->options.busy_limit_bytes) over_limit_.store(true, std::memory_order_relaxed);  // see gate_if_busy
       if (!writing_ && !wake_pending_ && !writer_.is_null()) {
         wake_pending_ = true;
         wake = writer_;
@@ -235,8 +236,10 @@ void connection::place(const frame_atoms* refs, std::string_view frame) noexcept
         wake = writer_;
       }
     } catch (...) {
-      // Out of memory keeping the rest: the connection's stream is cut mid-frame; the peer will
-      // refuse what follows and close it (its reader sees a malformed frame).
+      // Out of memory keeping the rest: the stream is cut mid-frame, and the peer's atom cache may
+      // lack what this frame's header set; nothing after it could be read right.
+      down("out of memory keeping the unsent part of a frame");
+      return;
     }
   }
   if (!wake.is_null()) {
@@ -265,13 +268,18 @@ class busy_gate final : public remote::send_gate {
 };
 }  // namespace
 
+std::atomic<std::uint64_t> next_gate_token{1};  // relaxed: uniqueness is all it gives (a gate_open never opens another gate)
+
 std::shared_ptr<remote::send_gate> connection::gate_if_busy(std::size_t limit) noexcept {
+  // relaxed: a stale "no" lets one more message queue (the bound moves by one message per sender);
+  // a stale "yes" is checked again under the lock.
+  if (!over_limit_.load(std::memory_order_relaxed)) return nullptr;
   try {
     std::lock_guard<std::mutex> g(lock_);
     // Only once up: a sender held while connecting would wait out setup_timeout for every attempt
     // to a node that does not answer (what is queued meanwhile is bounded by setup_timeout).
     if (state_ != state::up || out_.size() + in_flight_ <= limit) return nullptr;
-    const std::uint64_t token = next_gate_token_++;
+    const std::uint64_t token = next_gate_token.fetch_add(1, std::memory_order_relaxed);
     auto gate = std::make_shared<busy_gate>(shared_from_this(), token);
     busy_waiters_.emplace_back(grove::self(), token);
     return gate;
@@ -555,6 +563,7 @@ void connection::write_loop() {
       // Busy no more once what the gated senders saw queued is written: they go on (OTP resumes
       // suspended senders when the queue falls below the limit).
       if (out_.size() <= node_->options.busy_limit_bytes) gated.swap(busy_waiters_);
+      over_limit_.store(out_.size() > node_->options.busy_limit_bytes, std::memory_order_relaxed);  // see gate_if_busy
     }
     open_gates(gated);
     if (!ok) return;

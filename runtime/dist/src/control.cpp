@@ -95,7 +95,11 @@ void append_frame_head(std::string& out, const frame_atoms& refs, std::size_t bo
     }
     if (at == 2048) {
       fresh.set(i);
-      for (std::size_t k = 0; at == 2048; ++k) {  // 255 refs never claim all 2,048 entries
+      for (std::size_t k = 0; k < probe_places && at == 2048; ++k) {  // a never-set place first
+        const std::size_t e = (home + k) & 2047;
+        if (!claimed.test(e) && cache.keys[e] == 0) at = e;
+      }
+      for (std::size_t k = 0; at == 2048; ++k) {  // else the first this frame leaves (255 refs never claim all 2,048)
         const std::size_t e = (home + k) & 2047;
         if (!claimed.test(e)) at = e;
       }

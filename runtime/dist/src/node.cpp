@@ -509,7 +509,7 @@ void node_state::down(pid from, pid watcher, std::uint64_t ref, const exit_reaso
 std::shared_ptr<remote::send_gate> node_state::busy(pid to) noexcept { return busy_slot(to.node()); }
 
 std::shared_ptr<remote::send_gate> node_state::busy_slot(std::uint32_t slot) noexcept {
-  if (grove::self().is_null()) return nullptr;  // a foreign thread queues
+  if (!remote::sender_may_wait()) return nullptr;  // a foreign thread, or a process that must not park now
   try {
     if (auto c = find(slot)) return c->gate_if_busy(options.busy_limit_bytes);
   } catch (...) {

@@ -136,7 +136,9 @@ class connection : public std::enable_shared_from_this<connection> {
   std::uint64_t last_direct_ns_ = 0;                // guarded by lock_: when a sender last wrote itself
   std::size_t in_flight_ = 0;                       // guarded by lock_: bytes the writer took and is writing
   std::vector<std::pair<pid, std::uint64_t>> busy_waiters_;  // guarded by lock_: gated senders, their gates' tokens
-  std::uint64_t next_gate_token_ = 1;               // guarded by lock_
+  // Whether out_ and in_flight_ held more than the busy limit when lock_ was last released: a hint
+  // read without the lock (gate_if_busy's fast path), exact under it.
+  std::atomic<bool> over_limit_{false};
   bool pass_through_ = false;                       // guarded by lock_: the peer agreed to no headers (set at establish)
   pid writer_, reader_, owner_;                     // guarded by lock_
   std::vector<pid> waiters_;                        // guarded by lock_: dist::connect callers

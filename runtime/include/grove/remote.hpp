@@ -55,6 +55,12 @@ inline bool is_name_target(pid p) noexcept { return p.is_remote() && p.creation(
 // it (a process, a foreign thread, a process in its exit protocol). They must not block or throw,
 // and must keep the order of what one sender sends to one receiver (OTP's only ordering guarantee).
 // Each names the sender `from` (the null pid for a foreign thread).
+// Whether the calling thread may wait at a send_gate now: a process (or scoped_process) that is not
+// exiting (unwinding, or in its exit protocol: a gate opened by a message could never open for it)
+// and not deferring exits (grove::exit_deferral promises that its sends do not raise). A router
+// asks before it hands out a gate.
+bool sender_may_wait() noexcept;
+
 // What a process that sent to a busy node waits on (router::busy).
 class send_gate {
  public:
@@ -70,7 +76,7 @@ class router {
   // After a process has sent a message to `to` (send, to a name, to an alias): a gate it must wait
   // at before it goes on, or null (OTP's busy_dist_port: a sender to a node whose output queue is
   // past its limit is suspended until the queue drains). The runtime waits outside any router call,
-  // so the router may be removed meanwhile. Foreign threads are never asked.
+  // so the router may be removed meanwhile. Asked only when sender_may_wait().
   virtual std::shared_ptr<send_gate> busy(pid to) noexcept {
     (void)to;
     return nullptr;

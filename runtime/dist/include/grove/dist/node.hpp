@@ -71,7 +71,9 @@ struct node_options {
   // A process that sends a message to a node whose outgoing queue holds more than this (frames not
   // yet written to its socket) waits until the queue is written out, or the connection goes down:
   // OTP's busy_dist_port at its default dist_buf_busy_limit (erl +zdbbl 1024). Messages are never
-  // dropped for it; signals (links, monitors, exits) and senders that are not processes never wait.
+  // dropped for it; signals (links, monitors, exits), foreign threads, and a process that is exiting
+  // or inside an exit_deferral never wait (they queue). A dist::call's timeout starts once its
+  // request is sent, as gen_server:call's does.
   std::size_t busy_limit_bytes = std::size_t{1} << 20;
 };
 
