@@ -48,6 +48,19 @@ grove::net::stream handshaken(const std::string& node, const std::string& as,
   return std::move(*s);
 }
 
+// The next frame the node sends on `s` (its bytes after the length), ticks skipped.
+std::string next_frame_bytes(grove::net::stream& s) {
+  for (;;) {
+    unsigned char len[4];
+    REQUIRE(!s.read_exact(len, 4, patience));
+    const std::size_t n = std::size_t{len[0]} << 24 | std::size_t{len[1]} << 16 | std::size_t{len[2]} << 8 | len[3];
+    if (n == 0) continue;  // a tick
+    std::string got(n, '\0');
+    REQUIRE(!s.read_exact(got.data(), n, patience));
+    return got;
+  }
+}
+
 // Whether the node closes `s` (reads end-of-file or an error) within patience.
 bool closed_by_peer(grove::net::stream& s) {
   char buf[4096];
@@ -188,16 +201,7 @@ TEST_CASE("a peer that did not agree to distribution headers gets pass-through f
   const term target(grove::pid::remote(grove::remote::node_slot(g.name()), grove::dist::creation(), local.index(), local.serial()));
   // An UNLINK_ID is answered with an UNLINK_ID_ACK: it must come back pass-through (112).
   REQUIRE(!s.write_all(internal::make_frame(tuple({35, 77, far, target}), nullptr, peer_ctx, 1 << 20), patience));
-  std::string got;
-  for (;;) {
-    unsigned char len[4];
-    REQUIRE(!s.read_exact(len, 4, patience));
-    const std::size_t n = std::size_t{len[0]} << 24 | std::size_t{len[1]} << 16 | std::size_t{len[2]} << 8 | len[3];
-    if (n == 0) continue;  // a tick
-    got.resize(n);
-    REQUIRE(!s.read_exact(got.data(), n, patience));
-    break;
-  }
+  const std::string got = next_frame_bytes(s);
   REQUIRE(!got.empty());
   CHECK(static_cast<unsigned char>(got[0]) == 112);
   const internal::frame f = internal::read_frame(got, peer_ctx);
@@ -213,18 +217,7 @@ TEST_CASE("signals to pids of an earlier incarnation of this node are answered a
   const term far(grove::pid::remote(grove::remote::node_slot("plain@127.0.0.1"), 1, 9, 0));
   // A pid of this node's name from another creation: a process of a node that has since restarted.
   const term old(grove::pid::remote(grove::remote::node_slot(g.name()), grove::dist::creation() + 1, 5, 1));
-  const auto next_frame = [&]() {
-    std::string got;
-    for (;;) {
-      unsigned char len[4];
-      REQUIRE(!s.read_exact(len, 4, patience));
-      const std::size_t n = std::size_t{len[0]} << 24 | std::size_t{len[1]} << 16 | std::size_t{len[2]} << 8 | len[3];
-      if (n == 0) continue;  // a tick
-      got.resize(n);
-      REQUIRE(!s.read_exact(got.data(), n, patience));
-      return internal::read_frame(got, peer_ctx);
-    }
-  };
+  const auto next_frame = [&]() { return internal::read_frame(next_frame_bytes(s), peer_ctx); };
   const auto send = [&](const term& control, const term* payload) {
     REQUIRE(!s.write_all(internal::make_frame(control, payload, peer_ctx, 1 << 20), patience));
   };

@@ -199,7 +199,7 @@ void connection::place(const frame_atoms* refs, std::string_view frame) noexcept
       if (refs) {
         // Room first: once the header is built the peer's cache is taken as changed, so nothing may
         // fail between that and the frame's place in out_.
-        const std::size_t bound = 7 + refs->count / 2 + 1 + refs->count * 3 + refs->text_bytes;
+        const std::size_t bound = refs->head_bytes_at_most();
         head.reserve(bound);
         out_.reserve(out_.size() + bound + frame.size());
         append_frame_head(head, *refs, frame.size(), sent_atoms_, node_->ctx);
@@ -490,7 +490,6 @@ struct connection::process_guard {
   const char* who;
   ~process_guard() { c.down(fmt::format("its {} ended", who)); }
 };
-
 
 void connection::writer_main() {
   process_guard guard{*this, "writer"};

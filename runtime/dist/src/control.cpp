@@ -52,10 +52,7 @@ void append_frame_body(std::string& out, std::initializer_list<term> control, co
     out.resize(start);
     throw;
   }
-  // The header's largest size: 131 68, the count, the flags, and per atom an index and a length of
-  // two bytes besides its text.
-  const std::size_t head = 3 + (refs.count / 2 + 1) + refs.count * 3 + refs.text_bytes;
-  const std::size_t n = out.size() - start + head;
+  const std::size_t n = out.size() - start + refs.head_bytes_at_most() - 4;  // the frame's length leaves out its own 4
   if (n > max_bytes || n > UINT32_MAX) {
     out.resize(start);
     throw error(errc::bad_argument, fmt::format("a message of {} bytes, past max_frame_bytes ({})", n, max_bytes));
