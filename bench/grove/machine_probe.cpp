@@ -8,9 +8,14 @@
 //    cost 2.6-2.8 us each, so the spawn benchmark at 1M cannot take less than ~0.4 s.
 // 2. A C++ throw caught three frames up, 200,000 times: what grove::exit and every crash pay to the
 //    C++ unwinder (2.9-4.2 us per throw on the reference VM).
+// 3. An uncontended atomic read-modify-write on one thread (a fetch_or, and a load plus a
+//    compare-exchange), 3 rounds of 100 M each: the price of each of the ~9 RMWs a message hop
+//    makes (bench/RESULTS.md, "The message path"). 8.3 ns and 13.3-14.4 ns on the reference VM.
 #include <sys/mman.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
@@ -56,5 +61,19 @@ int main(int argc, char** argv) {
   }
   const double s = seconds_since(t0);
   std::printf("C++ throw caught 3 frames up: %.2f us per throw (checksum %ld)\n", s / throws * 1e6, sum);
+  alignas(64) static std::atomic<std::uint32_t> word{0};
+  const long rmws = 100'000'000;
+  for (int round = 0; round < 3; ++round) {
+    const auto t1 = std::chrono::steady_clock::now();
+    for (long i = 0; i < rmws; ++i) word.fetch_or(1u << (i & 7), std::memory_order_acq_rel);
+    const double or_s = seconds_since(t1);
+    const auto t2 = std::chrono::steady_clock::now();
+    for (long i = 0; i < rmws; ++i) {
+      std::uint32_t seen = word.load(std::memory_order_relaxed);
+      word.compare_exchange_strong(seen, seen + 1, std::memory_order_acq_rel, std::memory_order_relaxed);
+    }
+    const double cas_s = seconds_since(t2);
+    std::printf("atomic RMW, one thread: fetch_or %.2f ns, load + compare_exchange %.2f ns\n", or_s / rmws * 1e9, cas_s / rmws * 1e9);
+  }
   return sum == throws * (throws - 1) / 2 ? 0 : 1;
 }
