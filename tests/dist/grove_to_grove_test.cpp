@@ -17,6 +17,7 @@
 #include <grove/dist/messages.hpp>
 #include <grove/dist/node.hpp>
 #include <grove/remote.hpp>
+#include <grove/supervisor.hpp>
 
 #include "erlang_node.hpp"
 
@@ -138,5 +139,49 @@ TEST_CASE("Grove to Grove: the other node dies: noconnection to links and monito
   peer.kill_now();
   CHECK(wait_down(m).reason.text() == "noconnection");
   CHECK(wait_down(lm).reason.text() == "noconnection");  // not trapping: died of it
+}
+
+// OTP lets a supervisor have a child on another node when its start function returns that child
+// linked (as a remote spawn_link does): restarts come through the link, and shutdown is an exit
+// signal across. The child here is the agent's worker, asked for from inside the start function.
+TEST_CASE("Grove to Grove: a supervisor restarts a child on the other node and stops it with shutdown") {
+  namespace sup = grove::supervisor;
+  dist_test::grove_node g;
+  grove_agent_node peer;
+  REQUIRE(peer.wait_until_up());
+  const std::string node = peer.name();
+  sup::child_spec remote_child{.id = "remote_worker", .start = [node]() -> sup::start_return {
+                                 grove::dist::send("grove_agent", node, tuple({a("spawn_worker"), term(grove::self())}));
+                                 const grove::pid w = grove::receive(
+                                     grove::when([](const term& t) { return t.is_record("worker", 2) && t[1].is_pid(); },
+                                                 [](const term& t) { return t[1].as_pid(); }),
+                                     grove::after(patience, [] { return grove::pid(); }));
+                                 if (w.is_null()) return grove::exit_reason("no_worker_from_the_agent");
+                                 grove::link(w);
+                                 return w;
+                               }};
+  const grove::pid s = sup::start_link({.strategy = sup::strategy::one_for_one, .intensity = 3}, {remote_child});
+  const auto child = [&] {
+    auto c = sup::which_children(s);
+    return c && c->size() == 1 ? (*c)[0].pid : grove::pid();
+  };
+  const grove::pid first = child();
+  REQUIRE(first.is_remote());
+  CHECK(grove::remote::node_name(first.node()) == node);
+  // It crashes there: the exit comes through the link and the supervisor starts another there.
+  const grove::monitor_ref m1 = grove::monitor(first);
+  grove::send(first, tuple({a("exit"), a("crash")}));
+  CHECK(grove::dist::to_term(wait_down(m1).reason) == a("crash"));
+  grove::pid second;
+  REQUIRE(grove_test::wait_until([&] {
+    second = child();
+    return !second.is_null() && second != first;
+  }));
+  CHECK(second.is_remote());
+  CHECK(grove::remote::node_name(second.node()) == node);
+  // Stopping the supervisor stops the remote child with shutdown (not a kill after the 5 s timeout).
+  const grove::monitor_ref m2 = grove::monitor(second);
+  CHECK_FALSE(sup::stop(s));
+  CHECK(grove::dist::to_term(wait_down(m2).reason) == a("shutdown"));
 }
 #endif  // GROVE_INTEROP_EXAMPLE
