@@ -150,7 +150,7 @@ erlang_node& shared_erlang() {
   return node;
 }
 
-grove_node::grove_node(grove::dist::node_options options) {
+grove_node::grove_node(grove::dist::node_options options, grove::runtime_config config) : rt_(std::move(config)) {
   me_.emplace();
   name_ = unique_alive("grove") + "@127.0.0.1";
   options.name = name_;

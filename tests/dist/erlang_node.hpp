@@ -67,7 +67,7 @@ erlang_node& shared_erlang();
 // meanwhile is captured (logs()), not printed.
 class grove_node {
  public:
-  explicit grove_node(grove::dist::node_options options = {});
+  explicit grove_node(grove::dist::node_options options = {}, grove::runtime_config config = {});
   ~grove_node();
   const std::string& name() const { return name_; }
   grove::scoped_process& me() { return *me_; }

@@ -4,6 +4,8 @@
 // observes.
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
 #include <grove/dist/gen_server.hpp>
 #include <grove/dist/messages.hpp>
 #include <grove/dist/node.hpp>
@@ -76,7 +78,9 @@ term reason_term(const grove::exit_reason& r) { return grove::dist::to_term(r); 
 struct connected {
   dist_test::grove_node g;
   dist_test::erlang_node& erl = dist_test::shared_erlang();
-  explicit connected(grove::dist::node_options o = {}) : g(std::move(o)) { REQUIRE(erl.wait_until_up()); }
+  explicit connected(grove::dist::node_options o = {}, grove::runtime_config rc = {}) : g(std::move(o), std::move(rc)) {
+    REQUIRE(erl.wait_until_up());
+  }
 };
 
 }  // namespace
@@ -742,4 +746,33 @@ TEST_CASE("both ways: a node with another cookie is refused, and the refusal is 
     return g.reports().find("another cookie") != std::string::npos;
   }));
   CHECK(grove::dist::nodes().empty());
+}
+
+// A remote send runs the encoder in the sender's thread, on the sender's stack: it must fit the
+// smallest stack a runtime allows (16 KiB), beside a few KB of the sender's own frames, whatever
+// the frame's atoms (the header's arrays, ~11 KB of them, live off the stack).
+TEST_CASE("Grove → Erlang: a process with the smallest stack sends and links across and gets its answers") {
+  connected c({}, grove::runtime_config{.stack_bytes = 16 * 1024});
+  const term echo = c.erl.run("spawn_echo", {});
+  REQUIRE(echo.is_pid());
+  const grove::pid me = grove::self();
+  const grove::pid small = grove::spawn([echo, me] {
+    // The sender's own frames take some of it: 6 KB of locals live across the send.
+    volatile char locals[6 * 1024];
+    for (std::size_t i = 0; i < sizeof locals; i += 512) locals[i] = static_cast<char>(i);
+    std::vector<term> atoms;
+    for (int i = 0; i < 300; ++i) atoms.push_back(a(fmt::format("small_stack_atom_{}", i).c_str()));  // past the 255 a header names
+    const term msg = term::tuple({a("many"), term::list(atoms), term::binary(std::string(3000, 'x'))});
+    grove::send(echo.as_pid(), tuple({term(grove::self()), msg}));
+    const term back = grove::receive(grove::when([](const term& t) { return t.is_record("echoed", 2); }, [](const term& t) { return t[1]; }),
+                                     grove::after(patience, [] { return term(); }));
+    grove::send(me, tuple({a("small_stack_got"), back, term(static_cast<std::int64_t>(locals[512]))}));
+  });
+  const grove::monitor_ref m = grove::monitor(small);
+  const term got = receive_term([](const term& t) { return t.is_record("small_stack_got", 3); });
+  REQUIRE(got.is_record("small_stack_got", 3));
+  CHECK(got[1][0] == a("many"));
+  CHECK(got[1][1].size() == 300);
+  CHECK(got[1][1][299] == a("small_stack_atom_299"));
+  CHECK(wait_down(m).reason.text() == "normal");
 }

@@ -74,11 +74,22 @@ constexpr std::size_t probe_places = 4;
 void append_frame_head(std::string& out, const frame_atoms& refs, std::size_t body_bytes, sent_atom_cache& cache,
                        const codec_context& ctx) {
   // Where each reference goes, and whether it sets its entry; the cache changes only once the head
-  // is written whole (a throw leaves it as the peer knows it).
-  std::array<std::uint16_t, frame_atoms::capacity> entry;
-  std::bitset<frame_atoms::capacity> fresh;
-  std::bitset<2048> claimed;
-  std::array<frame_atoms::text, frame_atoms::capacity> text;  // of the new entries (trivial: left unset)
+  // is written whole (a throw leaves it as the peer knows it). The calling thread's (5 KB: a
+  // sender's stack may be 16 KiB in all, as in node_state::transmit); this runs under the
+  // connection's lock and never parks, so they are this call's.
+  struct scratch {
+    std::array<std::uint16_t, frame_atoms::capacity> entry;
+    std::bitset<frame_atoms::capacity> fresh;
+    std::bitset<2048> claimed;
+    std::array<frame_atoms::text, frame_atoms::capacity> text;  // of the new entries (trivial: left unset)
+  };
+  thread_local scratch work;
+  work.fresh.reset();
+  work.claimed.reset();
+  auto& entry = work.entry;
+  auto& fresh = work.fresh;
+  auto& claimed = work.claimed;
+  auto& text = work.text;
   std::forward_list<std::string> node_texts;  // the names of other nodes this frame sets entries for (rare)
   bool long_atoms = false;
   for (std::size_t i = 0; i < refs.count; ++i) {

@@ -44,6 +44,8 @@ struct frame_atoms {
   std::size_t count = 0;
   std::size_t text_bytes = 0;  // all their names together
 
+  void clear() noexcept { count = text_bytes = 0; }
+
   // The largest a frame's length and distribution header naming these can be: 4 length bytes, 131
   // 68, the count, the flags, and per atom an index and a length of two bytes besides its text.
   std::size_t head_bytes_at_most() const noexcept { return 7 + (count / 2 + 1) + count * 3 + text_bytes; }

@@ -385,12 +385,15 @@ void node_state::stop_all(const std::string& reason) noexcept {
 }
 
 void node_state::transmit(connection& c, std::initializer_list<term> control, const term* payload) const {
-  // The calling thread's buffer: frames are built without an allocation each (no park happens
-  // between building and queueing, so the buffer is this call's).
+  // The calling thread's buffers: frames are built without an allocation each (no park happens
+  // between building and queueing, so the buffers are this call's). The atoms' list is 6 KB: on
+  // the sender's stack it would not leave room for the sender's own frames in the smallest stack a
+  // runtime allows (16 KiB; tests/dist/interop_test.cpp, "the smallest stack").
   thread_local std::string scratch;
+  thread_local frame_atoms refs;
   scratch.clear();
   if (c.uses_atom_cache()) {
-    frame_atoms refs;
+    refs.clear();
     append_frame_body(scratch, control, payload, ctx, refs, options.max_frame_bytes);
     c.enqueue(refs, scratch);
   } else {
