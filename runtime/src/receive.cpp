@@ -38,9 +38,17 @@ namespace grove::internal {
 void park_current(process* p, park_reason why) {
   worker& w = *current_runtime()->workers[p->worker];  // p->worker: set by the worker running us
   p->parked = why;
-  transfer t = switch_to(p->ctx, w.sched_ctx, w.thread_stack, w.thread_eh, nullptr);
-  auto* now_on = static_cast<worker*>(t.data);
-  now_on->sched_ctx.fctx = t.fctx;  // the resuming worker's context, to switch back to next time
+  // A wait may switch straight to the process it woke (worker.cpp, "Parking straight into the next
+  // process"); else to the worker's loop. Whoever resumes us later passes their worker (arrived).
+  process* next = why == park_reason::wait ? w.take_handoff() : nullptr;
+  transfer t;
+  if (next) {
+    w.hand_off(p, next);
+    t = switch_to(p->ctx, next->ctx, w.rt.slots.bounds(next), w.thread_eh, &w);
+  } else {
+    t = switch_to(p->ctx, w.sched_ctx, w.thread_stack, w.thread_eh, nullptr);
+  }
+  worker::arrived(t);  // `w` may be another worker's by now: arrived reads the one in t
 }
 
 // After a yield from a send or a spawn, act on signals, so a process that only sends or spawns can

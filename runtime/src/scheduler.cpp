@@ -16,7 +16,9 @@
 // 1. Every 61st round, one process from the shared inject queue first, so it cannot starve (Go's rule).
 // 2. The LIFO slot: a process woken by a message from the process running here, or spawned by it,
 //    runs next, on the same core, while the sender's data is in cache; after 3 LIFO runs in a row
-//    the local queue goes first (tokio's cap), so a ping-pong pair cannot starve the queue. A spawn
+//    the local queue goes first (tokio's cap), so a ping-pong pair cannot starve the queue. When the
+//    waker then parks to wait, it switches straight to the slot's process without passing through
+//    the loop, up to 16 times in a row (worker.cpp, "Parking straight into the next process"). A spawn
 //    or wake that finds the slot taken moves the old occupant to the local queue, where other
 //    workers can steal it (so a spawn loop still spreads out). Spawning into the slot, as tokio and
 //    Go do, keeps "spawn a process, wait for it" on one core. Rejected: spawning into the local

@@ -83,6 +83,23 @@ class worker {
     return true;
   }
   void requeue(process* p);           // a runnable process back to a queue: its home's for a pinned one, else local
+
+  // The direct hand-off (worker.cpp, "Parking straight into the next process"). In process context,
+  // from park_current of the running process, which parks to wait: the process in the LIFO slot,
+  // made ready to run here (its slot taken, RUNNING, resident, counted as current), or null when
+  // the hand-off is not allowed now or it cannot run at once (then it went where run() puts it).
+  process* take_handoff();
+  // The running process `p` is about to switch to `next`, which take_handoff gave: its run ends (its
+  // counts, as when it switches back to the loop), `next` becomes current, and finishes p's park.
+  void hand_off(process* p, process* next) {
+    end_run(p);
+    handoff_from_ = p;
+    current = next;
+  }
+  // Where a process lands after any switch into it (park_current, process_main): `t` names the
+  // worker now running it, and the context that switched in: the worker's loop, or a process that
+  // handed off to it, whose park this finishes here.
+  static void arrived(transfer t);
   // Any thread: a started pinned process whose home this is, made runnable (scheduler.cpp, "Pinned").
   void push_pinned(process* p);
   // Any thread: wake this worker if it sleeps past `deadline_ns` (a new timer) or at all.
@@ -135,6 +152,9 @@ class worker {
   void reap_io(bool will_run = false);  // parking.cpp
   bool take_poller_to_sleep();
   void run(process* p);
+  bool begin_run(process* p);
+  void end_run(process* p);
+  void finish_park(process* p, void* fctx);
   void after_park(process* p);
   void advance_timers();
   bool has_visible_work() const noexcept;
@@ -146,6 +166,10 @@ class worker {
   process* pinned_head_ = nullptr;  // owner: runnable pinned processes of this worker, FIFO through process::next_waiter
   process* pinned_tail_ = nullptr;  // owner
   std::uint32_t lifo_streak_ = 0;   // owner: consecutive runs from runnext
+  std::uint32_t handoff_streak_ = 0;  // owner: hand-offs since the loop last ran a process
+  process* handoff_from_ = nullptr;   // owner: set by a hand-off just before its switch; taken by arrived()
+  std::uint64_t run_reductions_before_ = 0;  // owner: the current process's counts when its run began
+  std::uint32_t run_received_before_ = 0;
   std::uint64_t last_now_ = 0;      // owner: the clock at the last timer check
   std::uint32_t rounds_since_clock_ = 0;  // owner
   bool searching_ = false;          // owner: counted in runtime_state::searching

@@ -35,9 +35,9 @@ namespace grove::internal {
 
 void process_main(transfer t) {
   auto* w = static_cast<worker*>(t.data);
-  w->sched_ctx.fctx = t.fctx;
   process* p = w->current;
   finish_first_switch(p->ctx);
+  worker::arrived(t);  // after the sanitizer's switch ends: it may run the park of a process that handed off to us
   finish_process(p, p->entry->run(p->entry_fn));
 }
 

@@ -266,8 +266,20 @@ bool worker::may_leave() const noexcept {
 }
 
 void worker::run(process* p) {
-  // p is NOTIFIED (queued). Take its stack slot first; if busy, p waits there, still NOTIFIED.
-  if (!rt.slots.acquire(p, index)) return;
+  handoff_streak_ = 0;
+  if (!begin_run(p)) return;
+  transfer t = switch_to(sched_ctx, p->ctx, rt.slots.bounds(p), thread_eh, this);
+  p = current;  // the process that switched back: p, or one that p (or its successors) handed off to
+  current = nullptr;
+  end_run(p);
+  finish_park(p, t.fctx);
+}
+
+// p is NOTIFIED (queued). Makes it this worker's current process, ready to be switched to; false if
+// it cannot run now: its stack slot is busy (it waits there, still NOTIFIED) or its stack cannot be
+// made resident (it is queued again).
+bool worker::begin_run(process* p) {
+  if (!rt.slots.acquire(p, index)) return false;
   std::uint32_t s = p->control.load(std::memory_order_relaxed);
   // acq_rel: acquire sees everything done before p was woken; NOTIFIED → RUNNING
   while (!p->control.compare_exchange_weak(s, (s & ~ctl_notified) | ctl_running, std::memory_order_acq_rel,
@@ -294,7 +306,7 @@ void worker::run(process* p) {
     if (!rt.out_of_memory_reported.exchange(true, std::memory_order_relaxed))  // once per runtime
       log(log_event{log_level::error, log_kind::out_of_memory, p->id(), {}, {},
                     fmt::format("grove: out of memory saving a parked process's stack: {} waits until memory is freed", p->id())});
-    return;
+    return false;
   }
   current = p;
   p->worker = static_cast<std::uint16_t>(index);
@@ -306,27 +318,78 @@ void worker::run(process* p) {
     create_fiber(p->ctx);
   }
   p->parked = park_reason::none;
-  switches.fetch_add(1, std::memory_order_relaxed);  // statistics (also the stuck-worker heuristic)
+  count_owned(switches);  // statistics (also the stuck-worker heuristic)
   if (tracing(event_kind::run_begin, p)) [[unlikely]]
     record(event_kind::run_begin, 0, local.size(), p->id().bits());
-  const std::uint64_t reductions_before = p->reductions.load(std::memory_order_relaxed);  // its owner is this thread now
-  const std::uint32_t received_before = p->saved.received();
-  transfer t = switch_to(sched_ctx, p->ctx, rt.slots.bounds(p), thread_eh, this);
-  current = nullptr;
-  count_owned(reductions, p->reductions.load(std::memory_order_relaxed) - reductions_before);
-  count_owned(messages_received, static_cast<std::uint32_t>(p->saved.received() - received_before));  // wraps: mod 2^32
+  run_reductions_before_ = p->reductions.load(std::memory_order_relaxed);  // its owner is this thread now
+  run_received_before_ = p->saved.received();
+  return true;
+}
+
+void worker::end_run(process* p) {
+  count_owned(reductions, p->reductions.load(std::memory_order_relaxed) - run_reductions_before_);
+  count_owned(messages_received, static_cast<std::uint32_t>(p->saved.received() - run_received_before_));  // wraps: mod 2^32
   if (tracing(event_kind::run_end, p)) [[unlikely]]
     record(event_kind::run_end,
            static_cast<std::uint8_t>(static_cast<unsigned>(p->parked) | (p->activity.load(std::memory_order_relaxed) & 0xF) << 4), 0,
            p->id().bits());
+}
+
+// p has switched out (to the loop, or to a process it handed off to) and its context is `fctx`.
+void worker::finish_park(process* p, void* fctx) {
   if (p->parked != park_reason::exit) {
-    p->ctx.fctx = t.fctx;
+    p->ctx.fctx = fctx;
     // Published for introspection (process.hpp, `stack_units`); relaxed: a snapshot.
-    const auto live = static_cast<std::size_t>(rt.slots.top_of(p->slot) - static_cast<char*>(t.fctx));
+    const auto live = static_cast<std::size_t>(rt.slots.top_of(p->slot) - static_cast<char*>(fctx));
     p->stack_units.store(static_cast<std::uint16_t>(std::min<std::size_t>((live + stack_unit_bytes - 1) / stack_unit_bytes, 0xFFFF)),
                          std::memory_order_relaxed);
   }
   after_park(p);
+}
+
+// ## Parking straight into the next process (the direct hand-off)
+// A process that parks to wait (a receive, a sleep) while the LIFO slot holds the process it has
+// just woken switches straight to that process instead of to the worker's loop, which would only
+// take it from the slot and switch to it: one context switch and one pass through the loop fewer
+// per message hop (Go's runnext intends the same). The woken process is made ready exactly as the
+// loop makes it (begin_run: its slot, RUNNING, resident), then the parking one's run ends here and
+// its park is finished by the process it switched to, first thing after the switch (arrived), on
+// this worker: its context saved, its slot released, RUNNING cleared, and queued again if a wake
+// came meanwhile, as the loop does after a switch back (finish_park). Bounds: at most
+// handoff_streak_max hand-offs before the loop runs a process again (so its timers, IO, inject
+// queue and local queue are looked at as often as every few microseconds of ping-pong), each one
+// counted as a LIFO run (lifo_streak_), and none while any tracing is on (the trace shows the
+// loop's run events). A process that cannot run at once (its slot held by another, or by the
+// parking one: they share it) goes where the loop would put it, and the parking one goes to the
+// loop. The loop's run() takes whichever process switches back (`current`), not the one it
+// switched to. Measured: bench/RESULTS.md, "The message path".
+namespace {
+constexpr std::uint32_t handoff_streak_max = 16;
+}
+
+process* worker::take_handoff() {
+  if (handoff_streak_ >= handoff_streak_max) return nullptr;
+  if (trace_mask.load(std::memory_order_relaxed) != 0) return nullptr;  // relaxed: a switch (tracer.hpp)
+  if (runnext.load(std::memory_order_relaxed) == nullptr) return nullptr;  // a hint: the exchange decides
+  process* q = runnext.exchange(nullptr, std::memory_order_acq_rel);  // acq_rel: as take_local
+  if (!q) return nullptr;
+  process* parking = current;
+  const bool ready = begin_run(q);
+  current = parking;  // until the switch (hand_off): a stack overflow until then is still the parking one's
+  if (!ready) return nullptr;
+  ++handoff_streak_;
+  ++lifo_streak_;
+  return q;
+}
+
+void worker::arrived(transfer t) {
+  auto* now_on = static_cast<worker*>(t.data);
+  if (process* from = now_on->handoff_from_) {
+    now_on->handoff_from_ = nullptr;
+    now_on->finish_park(from, t.fctx);
+  } else {
+    now_on->sched_ctx.fctx = t.fctx;  // the loop's context, to switch back to next time
+  }
 }
 
 void worker::after_park(process* p) {

@@ -205,3 +205,52 @@ TEST_CASE("runtime_config::max_idle_spin takes 0 to 100 ms; outside that the run
     grove::exit(echo, grove::exit_reason::kill());
   }
 }
+
+// Two processes that answer each other park straight into each other (worker.cpp, "Parking
+// straight into the next process"): on one worker, the rest of that worker's work must still get
+// its turns while they do: processes in its local queue and LIFO slot, a timer armed there, and a
+// process spawned from a foreign thread (the inject queue).
+TEST_CASE("a pair handing one worker back and forth leaves its queued processes, timers and foreign spawns their turns") {
+  grove_test::runtime_fixture rt({.workers = 1});
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  struct ball {
+    grove::pid from;
+  };
+  struct stop_pair {};
+  std::atomic<long> hops{0};
+  const auto player = [&hops, self](bool first) {
+    bool started = false;
+    for (;;) {
+      const bool stop = grove::receive(
+          [&](ball b) {
+            if (first && !started) {  // the others join while the pair is already going
+              started = true;
+              grove::spawn([self] { grove::send(self, std::string("first spawned")); });
+              grove::spawn([self] { grove::send(self, std::string("second spawned")); });
+              grove::send_after(self, std::string("timer"), 1ms);
+            }
+            hops.fetch_add(1, std::memory_order_relaxed);  // a count, read after the pair is stopped too
+            grove::send(b.from, ball{grove::self()});
+            return false;
+          },
+          [](stop_pair) { return true; });
+      if (stop) return;
+    }
+  };
+  const grove::pid a = grove::spawn([player] { player(true); });
+  const grove::pid b = grove::spawn([player] { player(false); });
+  grove::send(a, ball{b});
+  REQUIRE(grove_test::wait_until([&] { return hops.load(std::memory_order_relaxed) > 10'000; }));
+  grove::spawn([self] { grove::send(self, std::string("foreign spawn")); });
+  std::set<std::string> seen;
+  for (int i = 0; i < 4; ++i) {
+    const std::string got = grove::receive([](std::string s) { return s; }, grove::after(patience, [] { return std::string("nothing"); }));
+    seen.insert(got);
+  }
+  CHECK(seen == std::set<std::string>{"first spawned", "second spawned", "timer", "foreign spawn"});
+  const long before = hops.load(std::memory_order_relaxed);
+  CHECK(grove_test::wait_until([&] { return hops.load(std::memory_order_relaxed) > before + 10'000; }));  // still going
+  grove::send(a, stop_pair{});
+  grove::send(b, stop_pair{});
+}
