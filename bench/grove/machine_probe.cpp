@@ -9,7 +9,7 @@
 // 2. A C++ throw caught three frames up, 200,000 times: what grove::exit and every crash pay to the
 //    C++ unwinder (2.9-4.2 us per throw on the reference VM).
 // 3. An uncontended atomic read-modify-write on one thread (a fetch_or, and a load plus a
-//    compare-exchange), 3 rounds of 100 M each: the price of each of the ~9 RMWs a message hop
+//    compare-exchange), 3 rounds of 100 M each: the price of each of the ~11 RMWs a message hop
 //    makes (bench/RESULTS.md, "The message path"). 8.3 ns and 13.3-14.4 ns on the reference VM.
 #include <sys/mman.h>
 
