@@ -93,6 +93,7 @@ class worker {
   // counts, as when it switches back to the loop), `next` becomes current, and finishes p's park.
   void hand_off(process* p, process* next) {
     end_run(p);
+    start_counting(next);
     handoff_from_ = p;
     current = next;
   }
@@ -153,6 +154,7 @@ class worker {
   bool take_poller_to_sleep();
   void run(process* p);
   bool begin_run(process* p);
+  void start_counting(process* p);
   void end_run(process* p);
   void finish_park(process* p, void* fctx);
   void after_park(process* p);

@@ -268,6 +268,7 @@ bool worker::may_leave() const noexcept {
 void worker::run(process* p) {
   handoff_streak_ = 0;
   if (!begin_run(p)) return;
+  start_counting(p);
   transfer t = switch_to(sched_ctx, p->ctx, rt.slots.bounds(p), thread_eh, this);
   p = current;  // the process that switched back: p, or one that p (or its successors) handed off to
   current = nullptr;
@@ -321,9 +322,14 @@ bool worker::begin_run(process* p) {
   count_owned(switches);  // statistics (also the stuck-worker heuristic)
   if (tracing(event_kind::run_begin, p)) [[unlikely]]
     record(event_kind::run_begin, 0, local.size(), p->id().bits());
+  return true;
+}
+
+// Once p is the one that will run next (not in begin_run: a hand-off prepares the next process
+// while the parking one's run is still to be counted by end_run).
+void worker::start_counting(process* p) {
   run_reductions_before_ = p->reductions.load(std::memory_order_relaxed);  // its owner is this thread now
   run_received_before_ = p->saved.received();
-  return true;
 }
 
 void worker::end_run(process* p) {

@@ -253,4 +253,44 @@ TEST_CASE("a pair handing one worker back and forth leaves its queued processes,
   CHECK(grove_test::wait_until([&] { return hops.load(std::memory_order_relaxed) > before + 10'000; }));  // still going
   grove::send(a, stop_pair{});
   grove::send(b, stop_pair{});
+  // A hand-off ends one run and begins another: the worker's counts stay each process's own.
+  const grove::monitor_ref ma = grove::monitor(a), mb = grove::monitor(b);
+  for (int i = 0; i < 2; ++i) grove::receive([&](grove::down d) { CHECK((d.ref == ma || d.ref == mb)); });
+  const auto si = grove::system_info();
+  const long total_hops = hops.load(std::memory_order_relaxed);
+  CHECK(si.messages_received <= si.messages_sent);
+  CHECK(si.reductions >= static_cast<std::uint64_t>(total_hops));
+  CHECK(si.reductions <= 4 * static_cast<std::uint64_t>(total_hops) + 100'000);
+}
+
+// A hand-off ends one process's run and begins another's: each run's reductions and received
+// messages are counted against that process's own, even when they differ by far (a fresh process
+// parking straight into one that has done a hundred thousand).
+TEST_CASE("the worker's reduction and message counts stay right across hand-offs between unlike processes") {
+  grove_test::runtime_fixture rt({.workers = 1});
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  struct ping {
+    grove::pid from;
+  };
+  const grove::pid busy = grove::spawn([self] {
+    for (int i = 0; i < 50'000; ++i) {  // reductions of its own: sends and receives to itself
+      grove::send(grove::self(), i);
+      grove::receive([](int) {});
+    }
+    grove::send(self, std::string("busy ready"));
+    for (int i = 0; i < 100; ++i) grove::receive([](ping p) { grove::send(p.from, std::string("pong")); });
+  });
+  REQUIRE(grove::receive([](std::string s) { return s; }, grove::after(patience, [] { return std::string(); })) == "busy ready");
+  for (int i = 0; i < 100; ++i) {
+    grove::spawn([busy, self] {  // fresh: a send wakes busy into the LIFO slot, the receive hands off to it
+      grove::send(busy, ping{grove::self()});
+      grove::receive([](std::string) {});
+      grove::send(self, std::string("done"));
+    });
+    REQUIRE(grove::receive([](std::string s) { return s; }, grove::after(patience, [] { return std::string(); })) == "done");
+  }
+  const auto si = grove::system_info();
+  CHECK(si.messages_received <= si.messages_sent);
+  CHECK(si.reductions <= 4 * si.messages_sent + 100'000);  // a send, a receive, a spawn each cost one
 }
