@@ -31,7 +31,7 @@
 // yet), the old connection goes down with noconnection and the new one replaces it.
 //
 // ## Start and stop
-// start: check the name and cookie, listen, register with EPMD (starting `epmd -daemon` if none
+// start: check the name and cookie, listen, register with EPMD (starting `epmd -port P -daemon` if none
 // answers and start_epmd is set, as erl does; its creation comes back), install the router, start
 // net_kernel and the acceptor. stop: remove the router (waiting out calls in progress), take every
 // connection down (noconnection to links and monitors across), end the processes, unregister.
@@ -47,6 +47,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
@@ -268,9 +270,11 @@ bool valid_alive(std::string_view alive) {
   return true;
 }
 
-// `epmd -daemon`, as erl starts it: waits for the command (it returns once the daemon runs).
-bool start_epmd_daemon() {
-  const char* argv[] = {"epmd", "-daemon", nullptr};
+// `epmd -port P -daemon`, as erl starts it: waits for the command, which returns once the daemon
+// has forked, before it listens (epmd.c binds in the forked child), so the caller retries.
+bool start_epmd_daemon(std::uint16_t port) {
+  const std::string port_text = std::to_string(port);
+  const char* argv[] = {"epmd", "-port", port_text.c_str(), "-daemon", nullptr};
   ::pid_t child = 0;
   if (::posix_spawnp(&child, "epmd", nullptr, nullptr, const_cast<char* const*>(argv), environ) != 0) return false;
   int status = 0;
@@ -588,8 +592,17 @@ void start(node_options options) {
   const auto deadline = std::chrono::steady_clock::now() + options.setup_timeout;
   const net::address epmd_at = net::address::loopback(options.epmd_port);
   auto reg = register_node(epmd_at, alive, port, options.hidden, deadline);
-  if (!reg && reg.error() == std::errc::connection_refused && options.start_epmd && start_epmd_daemon())
-    reg = register_node(epmd_at, alive, port, options.hidden, deadline);
+  if (!reg && reg.error() == std::errc::connection_refused && options.start_epmd && start_epmd_daemon(options.epmd_port)) {
+    // The daemon listens a few milliseconds after `epmd -daemon` returns (and when several nodes
+    // start at once, the one epmd that wins the port does): ask again until it answers or the
+    // setup deadline passes, 5 ms apart at first, at most 100 ms.
+    auto pause = std::chrono::milliseconds(5);
+    while (!reg && reg.error() == std::errc::connection_refused && std::chrono::steady_clock::now() + pause < deadline) {
+      grove::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::milliseconds(100));
+      reg = register_node(epmd_at, alive, port, options.hidden, deadline);
+    }
+  }
   if (!reg) {
     if (reg.error() == errc::name_taken)
       throw std::system_error(reg.error(), fmt::format("dist::start: EPMD has a node named {} on this host already", alive));

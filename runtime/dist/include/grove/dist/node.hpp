@@ -56,7 +56,8 @@ struct node_options {
   std::string listen_address = "0.0.0.0";
   std::uint16_t port = 0;
   std::uint16_t epmd_port = 4369;
-  // Start `epmd -daemon` if no EPMD answers on this host (as erl does).
+  // Start `epmd -port <epmd_port> -daemon` if no EPMD answers on that port (as erl does), and wait
+  // (within setup_timeout) until it does.
   bool start_epmd = true;
   // A hidden node is connected only to the nodes it talks to (a C node's or a remote shell's way).
   bool hidden = false;
