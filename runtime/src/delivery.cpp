@@ -24,36 +24,38 @@ int worker_index_for(const runtime_state& rt) noexcept {
   return (w && &w->rt == &rt) ? static_cast<int>(w->index) : -1;
 }
 
-bool deliver(runtime_state& rt, pid to, message_node* n, bool wake, bool answer_if_gone) noexcept {
+delivery deliver(runtime_state& rt, pid to, message_node* n, bool wake, bool answer_if_gone) noexcept {
   process* q = rt.table.acquire(to);
   if (!q) {
     if (to.is_remote()) {  // only here, off the local path (remote.cpp, "Outgoing")
       route_remote(rt, to, n);
-      return true;
+      return delivered;
     }
     if (answer_if_gone) {
       answer_for_exited(rt, to, n);
-      return false;
+      return not_delivered;
     }
     if (!n->type->is_signal) rt.dead_letters.fetch_add(1, std::memory_order_relaxed);  // statistics
     detail::destroy_node(n);
-    return false;
+    return not_delivered;
   }
-  bool delivered = true;
+  delivery result = delivered;
   // acquire: after the exit's fetch_or. An exited process takes nothing more: answer for it now. (If
   // it exits just after this check, finalize_process answers instead: we hold a reference.)
   if (q->control.load(std::memory_order_acquire) & ctl_exited) {
     answer_for_exited(rt, to, n);
-    delivered = false;
+    result = not_delivered;
   } else if (wake) {
     const auto why = n->type->is_signal ? trace::wake_cause::signal : trace::wake_cause::message;  // n is q's after the push
     q->mail.push(n);
     rt.wake(q, why);
+    // relaxed: a hint read from the line the wake's RMW just brought in; overload.cpp re-reads it
+    if (q->control.load(std::memory_order_relaxed) & ctl_overloaded) result = delivered_to_overloaded;
   } else if (q->mail.push_lazily(n)) {
     rt.wake(q, trace::wake_cause::signal);  // a push behind ours may have woken q before our node was linked (mailbox.hpp)
   }
   rt.table.release(q, worker_index_for(rt));
-  return delivered;
+  return result;
 }
 
 void send_exit_signal(runtime_state& rt, process* q, pid from, exit_reason reason, bool via_link) noexcept {

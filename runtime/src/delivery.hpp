@@ -14,7 +14,10 @@ namespace grove::internal {
 // is destroyed, or with `answer_if_gone` answered as answer_for_exited answers; a message counts as a
 // dead letter) or has exited (answer_for_exited answers n). A remote `to` is routed to the
 // distribution layer (remote.cpp): true. Any thread.
-bool deliver(runtime_state& rt, pid to, message_node* n, bool wake, bool answer_if_gone = false) noexcept;
+// What it did (true when delivered): after a push with wake it also tells whether `to` is
+// overloaded (overload.cpp), for the sender to wait.
+enum delivery : unsigned { not_delivered = 0, delivered = 1, delivered_to_overloaded = 3 };
+delivery deliver(runtime_state& rt, pid to, message_node* n, bool wake, bool answer_if_gone = false) noexcept;
 
 // Sends an exit signal to q (the caller holds a reference on q), counting it in q->exit_signals
 // first (exit_protocol.cpp, "busy processes"). Any thread.

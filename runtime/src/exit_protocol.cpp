@@ -201,6 +201,7 @@ void exit_process(runtime_state* rt, process* p, const exit_reason& reason) noex
   p->in_exit_protocol = true;
   // 1. acq_rel: later wakes see EXITED and do nothing; orders us after earlier wakes
   p->control.fetch_or(ctl_exited, std::memory_order_acq_rel);
+  end_overload_if_any(p);  // its senders wait no more (overload.cpp)
   if (rt) rt->process_exited(p);  // no longer alive: is_alive and the count agree
   // 2.
   drain_for_exit(p);

@@ -166,7 +166,7 @@ process_summary summary_of(process* q) {
   } else {
     s.status = process_status::waiting;
   }
-  if (s.status == process_status::waiting && activity <= static_cast<std::uint8_t>(wait_reason::blocking_call))
+  if (s.status == process_status::waiting && activity <= static_cast<std::uint8_t>(wait_reason::muted))
     s.waiting_on = static_cast<wait_reason>(activity);
   s.mailbox_length = q->saved.size();
   s.reductions = q->reductions.load(std::memory_order_relaxed);
@@ -214,6 +214,7 @@ const char* to_string(wait_reason r) noexcept {
     case wait_reason::sleep: return "sleep";
     case wait_reason::io: return "io";
     case wait_reason::blocking_call: return "blocking_call";
+    case wait_reason::muted: return "muted";
   }
   return "unknown";
 }

@@ -47,6 +47,9 @@ enum class park_reason : std::uint8_t { none, yield, wait, exit, offload };
 inline constexpr std::uint32_t ctl_notified = 1u;  // queued to run (in a run queue or a slot's waiters)
 inline constexpr std::uint32_t ctl_running = 2u;   // a worker is running it
 inline constexpr std::uint32_t ctl_exited = 4u;    // it has exited; wakes are ignored
+// It cannot keep up with its mail: senders wait after their send (overload.cpp). Set and cleared by
+// the process itself; a sender reads it after its wake's read-modify-write on the word.
+inline constexpr std::uint32_t ctl_overloaded = 8u;
 
 inline constexpr std::uint32_t no_slot = ~std::uint32_t{0};
 // process::activity once its exit is decided (the other values are grove::wait_reason's).
@@ -107,6 +110,7 @@ struct alignas(64) process {
   bool pinned : 1 = false;                 // owner: spawn_options::pinned (set before the pid is published)
   bool exiting : 1 = false;                // owner: an exit is decided (unwinding, or in the exit protocol)
   bool in_exit_protocol : 1 = false;       // owner: exit_process runs: its runtime calls must not raise the exit again
+  bool overloaded : 1 = false;             // owner: ctl_overloaded is set in `control` (overload.cpp)
   std::uint8_t exits_deferred = 0;         // owner: live exit_deferrals (grove/process.hpp); fills padding
   // The worker a pinned process runs on: no_home until its first run, then fixed. Written by that
   // worker before the process first parks, read by wakers after their wake (scheduler.cpp, "Pinned").
@@ -144,6 +148,7 @@ struct alignas(64) process {
     home = no_home;
     exiting = false;
     in_exit_protocol = false;
+    overloaded = false;  // and ctl_overloaded: the control word is set anew (process_table::allocate)
     exit_signals.store(0, std::memory_order_relaxed);  // published with the pid (process_table::allocate)
     budget = 0;
     reductions.store(0, std::memory_order_relaxed);  // published with the pid

@@ -26,6 +26,7 @@
 
 #include "delivery.hpp"
 #include "io.hpp"
+#include "overload.hpp"
 #include "exit_protocol.hpp"
 #include "remote.hpp"
 #include "scheduler.hpp"
@@ -161,10 +162,12 @@ void send_node(pid to, message_node* n) {
   if (tracing(event_kind::send, self)) [[unlikely]]  // before the push: the receive cannot come first
     record(event_kind::send, 0, 0, self ? self->id().bits() : 0, to.bits(), reinterpret_cast<std::uintptr_t>(n),
            reinterpret_cast<std::uintptr_t>(n->type));
-  deliver(*rt, to, n, true);  // a dead target counts a dead letter there
+  const delivery d = deliver(*rt, to, n, true);  // a dead target counts a dead letter there
   if (self) {
     count_send(*rt, self);
     charge(self, true);
+    if (d == delivered_to_overloaded) [[unlikely]]
+      wait_for_overloaded(self, to);  // it cannot keep up: wait until it does (overload.cpp)
     if (to.is_remote()) [[unlikely]]
       wait_after_remote_send(*rt, to);  // a node busy past its limit holds the sender (remote.cpp)
   }

@@ -84,6 +84,11 @@
 // calls grove::yield(). Grove does not preempt: a process that computes for a long time without a
 // runtime call holds its worker (its queue is stolen by the others, its LIFO slot too, see above).
 //
+// ## Overload
+// A process that cannot keep up with its mail (one drain of its inbox takes a full batch and leaves
+// more) makes its senders wait after their sends until it catches up: overload.cpp. The bit is in
+// the control word (ctl_overloaded), which the sender's wake has just read.
+//
 // ## Thread-local state
 // A process may resume on another worker after any park. GCC hoists thread-local addresses (and
 // __errno_location, pthread_self) across calls, so runtime code in process context never keeps a

@@ -17,6 +17,7 @@
 #include "context.hpp"
 #include "inject_queue.hpp"
 #include "io.hpp"
+#include "overload.hpp"
 #include "poller.hpp"
 #include "process.hpp"
 #include "process_table.hpp"
@@ -229,6 +230,7 @@ struct runtime::state : std::enable_shared_from_this<runtime::state> {
   internal::blocking_pool blocking;                // run_blocking's threads (blocking.hpp)
   internal::tracer tracer;                         // grove::trace's rings (tracer.hpp)
   internal::remote_seam remote;                    // the distribution layer's router (remote.hpp)
+  internal::mute_registry mutes;                   // senders waiting for overloaded processes (overload.cpp)
   std::unique_ptr<internal::top_server> top;       // tools/top's socket, if asked for (owner: the runtime's thread)
   // shared: who holds the poller: nobody, an idle worker that sleeps in it (or is about to), or a
   // busy worker reaping it without waiting (parking.cpp, step 6)

@@ -153,10 +153,20 @@ __attribute__((noinline)) drained drain_inbox(process* p, bool may_raise) {
   for (std::size_t taken = 0;; ++taken) {
     if (taken == drain_batch) {
       d.more = p->mail.maybe_nonempty();
+      // Its senders wait while a batch leaves more behind, and no longer once one empties the inbox
+      // (here or below): overload.cpp.
+      if (d.more) {
+        begin_overload(p);
+      } else {
+        end_overload_if_any(p);
+      }
       return d;
     }
     message_node* n = p->mail.pop();
-    if (!n) return d;
+    if (!n) {
+      end_overload_if_any(p);
+      return d;
+    }
     if (!n->type->is_signal) {
       keep(p, n);
       d.queued = true;

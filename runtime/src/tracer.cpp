@@ -250,6 +250,7 @@ const char* park_words(unsigned park, unsigned wait) {
         case wait_reason::sleep: return "wait: sleep";
         case wait_reason::io: return "wait: io";
         case wait_reason::blocking_call: return "wait: blocking call";
+        case wait_reason::muted: return "wait: muted";
         default: return "wait";
       }
     case 3: return "exit";
@@ -738,6 +739,7 @@ const char* to_string(wake_cause c) noexcept {
     case wake_cause::timeout: return "timeout";
     case wake_cause::io: return "io";
     case wake_cause::blocking_call: return "blocking_call";
+    case wake_cause::unmuted: return "unmuted";
   }
   return "unknown";
 }

@@ -40,11 +40,13 @@ enum class wait_reason : std::uint8_t {
   sleep,          // a timer: sleep_for, sleep_until
   io,             // a socket to become ready (grove/net.hpp)
   blocking_call,  // run_blocking's fn, on a blocking thread (grove/blocking.hpp; grove::file too)
+  muted,          // the process it sent to cannot keep up: it waits until that one catches up
+                  // (sends never fail or drop; a send to an overloaded process waits after it)
 };
 
 // fmt formats both by these names.
 const char* to_string(process_status s) noexcept;  // "runnable", "running", "waiting", "exiting"
-const char* to_string(wait_reason r) noexcept;     // "none", "receive", "sleep", "io", "blocking_call"
+const char* to_string(wait_reason r) noexcept;     // "none", "receive", "sleep", "io", "blocking_call", "muted"
 
 // What a process publishes as it runs (see the file comment).
 struct process_summary {

@@ -107,6 +107,7 @@ enum class wake_cause : std::uint8_t {
   timeout,        // its receive, sleep or IO wait timed out
   io,             // the fd it waits for is ready
   blocking_call,  // its run_blocking call returned
+  unmuted,        // it waited after a send (wait_reason::muted) and the process it sent to caught up
 };
 
 // Their names as written above ("exit_signal", "trapped", "timeout"); also through fmt ("{}").

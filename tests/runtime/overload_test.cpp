@@ -1,0 +1,154 @@
+// A process that cannot keep up with its mail makes its senders wait (runtime/src/overload.cpp):
+// the sender waits after its send (wait_reason::muted) until the receiver catches up. Sends still
+// never fail or drop, order is kept, and no wait can deadlock: processes that flood each other, a
+// receiver that waits in a selective receive for its muted sender, a muted sender that is killed, a
+// receiver that dies with senders waiting.
+//
+// The busy receiver computes in short stretches (spinning on the clock for 1 ms, no runtime call)
+// between yields, so that its senders outpace its drains: at each yield it takes in at most one
+// batch of its mail (256), and the rest makes it overloaded. Senders flood until the test has seen
+// them muted (or a cap, so that a broken overload cannot eat the machine's memory).
+#include "support/fixture.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <utility>
+#include <vector>
+
+using namespace std::chrono_literals;
+using grove_test::patience;
+
+namespace {
+
+struct peer {
+  grove::pid other;
+};
+struct last {
+  int count;
+};
+struct finished {};
+
+constexpr int flood_cap = 2'000'000;
+
+// Computes for about 1 ms without a runtime call, then yields.
+void compute_a_little_then_yield() {
+  const auto until = std::chrono::steady_clock::now() + 1ms;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+  grove::yield();
+}
+
+bool muted(grove::pid p) {
+  auto s = grove::process_summary_of(p);
+  return s && s->status == grove::process_status::waiting && s->waiting_on == grove::wait_reason::muted;
+}
+
+int flood_size() { return 50'000 * static_cast<int>(grove_test::stress_scale()); }
+
+}  // namespace
+
+TEST_CASE("a flood to a busy process makes its sender wait (muted) until it catches up; nothing lost or reordered") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid test = me.pid();
+  std::atomic<bool> seen_muted{false};
+  // Takes one message, computes until the sender has been seen muted, then waits for `last` (a
+  // selective receive, behind the whole flood: the sender sends it once it is no longer held), then
+  // takes the flood in order.
+  const grove::pid receiver = grove::spawn([&seen_muted, test] {
+    int expected = 0;
+    bool in_order = true;
+    auto take = [&] { grove::receive([&](int v) { in_order = in_order && v == expected++; }); };
+    take();
+    while (!seen_muted.load(std::memory_order_acquire)) compute_a_little_then_yield();
+    const int n = grove::receive([](last l) { return l.count; });
+    while (expected < n) take();
+    grove::send(test, std::make_pair(expected == n, in_order));
+  });
+  const grove::pid sender = grove::spawn([receiver, &seen_muted] {
+    int i = 0;
+    while (i < flood_cap && !seen_muted.load(std::memory_order_acquire)) grove::send(receiver, i++);
+    grove::send(receiver, last{i});
+  });
+  CHECK(grove_test::wait_until([&] { return muted(sender); }));
+  CHECK(std::string(grove::to_string(grove::wait_reason::muted)) == "muted");
+  seen_muted.store(true, std::memory_order_release);
+  const auto [all, in_order] = grove::receive([](std::pair<bool, bool> r) { return r; },
+                                              grove::after(patience, [] { return std::make_pair(false, false); }));
+  CHECK(all);
+  CHECK(in_order);
+}
+
+TEST_CASE("two processes that flood each other both finish, with every message in order") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid test = me.pid();
+  const int n = 2 * flood_size();
+  auto flooder = [test, n] {
+    const grove::pid other = grove::receive([](peer p) { return p.other; });
+    for (int i = 0; i < n; ++i) grove::send(other, i);
+    int expected = 0;
+    bool in_order = true;
+    while (expected < n) grove::receive([&](int v) { in_order = in_order && v == expected++; });
+    grove::send(test, in_order);
+  };
+  const grove::pid a = grove::spawn(flooder);
+  const grove::pid b = grove::spawn(flooder);
+  grove::send(a, peer{b});
+  grove::send(b, peer{a});
+  for (int i = 0; i < 2; ++i) {
+    const int got = grove::receive([](bool ordered) { return ordered ? 1 : 0; }, grove::after(patience, [] { return -1; }));
+    CHECK(got == 1);
+  }
+}
+
+TEST_CASE("a muted sender can be killed; a receiver that dies releases the senders waiting for it") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid test = me.pid();
+  std::atomic<bool> stop{false};
+  // Never takes a message: computes and yields until it is killed.
+  const auto receiver = grove::spawn_monitor([] {
+    for (;;) compute_a_little_then_yield();
+  });
+  auto flood = [r = receiver.pid, test, &stop] {
+    for (int i = 0; i < flood_cap && !stop.load(std::memory_order_acquire); ++i) grove::send(r, i);
+    grove::send(test, finished{});
+  };
+  auto down_of = [](const grove::monitor_ref& m) {
+    return grove::receive(grove::when([&](const grove::down& d) { return d.ref == m; }, [](grove::down d) { return d; }),
+                          grove::after(patience, [] { return grove::down{}; }));
+  };
+  const auto first = grove::spawn_monitor(flood);
+  REQUIRE(grove_test::wait_until([&] { return muted(first.pid); }));
+  grove::exit(first.pid, grove::exit_reason::kill());
+  CHECK(down_of(first.monitor).reason.is_killed());
+
+  const grove::pid second = grove::spawn(flood);
+  REQUIRE(grove_test::wait_until([&] { return muted(second); }));
+  grove::exit(receiver.pid, grove::exit_reason::kill());
+  CHECK(down_of(receiver.monitor).reason.is_killed());
+  // The second sender goes on (what it sends now goes to a dead process: dead letters) and ends.
+  stop.store(true, std::memory_order_release);
+  CHECK(grove::receive([](finished) { return true; }, grove::after(patience, [] { return false; })));
+}
+
+TEST_CASE("sixteen processes flooding one that takes everything: all arrive, each sender's in order, none left waiting") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid test = me.pid();
+  constexpr int senders = 16;
+  const int n = 20'000 * static_cast<int>(grove_test::stress_scale());
+  const grove::pid receiver = grove::spawn([test, n] {
+    std::vector<int> next(senders, 0);
+    bool in_order = true;
+    for (long i = 0; i < long{n} * senders; ++i)
+      grove::receive([&](std::pair<int, int> m) { in_order = in_order && m.second == next[static_cast<std::size_t>(m.first)]++; });
+    grove::send(test, in_order);
+  });
+  for (int s = 0; s < senders; ++s)
+    grove::spawn([receiver, s, n] {
+      for (int i = 0; i < n; ++i) grove::send(receiver, std::make_pair(s, i));
+    });
+  CHECK(grove::receive([](bool in_order) { return in_order ? 1 : 0; }, grove::after(patience, [] { return -1; })) == 1);
+}
