@@ -12,6 +12,7 @@ inline void mark_exiting(process* p, const exit_reason& reason) {
   p->exiting = true;
   p->activity.store(exiting_activity, std::memory_order_relaxed);  // published for introspection
   p->ensure_extra().reason = reason;
+  end_overload_if_any(p);  // its destructors may wait for a sender that waits for it (overload.cpp)
 }
 
 // Throws p's decided exit: exit_unwind for a scheduled process; for a scoped process (a foreign

@@ -3,7 +3,8 @@
 // Sends never fail, never drop and never bound a mailbox (Erlang's semantics). But when many
 // processes flood one, the backlog grows without limit (memory), and the senders keep the CPU the
 // receiver needs to catch up. So a sender that finds the receiver overloaded waits, after its
-// message is in, until the receiver has caught up; the backlog stays within a few batches.
+// message is in, until the receiver has caught up; the backlog stays within a few batches
+// while the senders are processes.
 // bench/grove/fan_in (16 senders, 250,000 messages each, to one receiver), the builds before and
 // after alternating (`for i in $(seq 9); do for b in before after; do /usr/bin/time -f %M nice -n
 // -20 $b/bench/grove/fan_in --threads 2; done; done`): peak RSS 84-120 MiB -> 9-17 MiB; on 2 workers
@@ -20,15 +21,19 @@
 //   (ctl_overloaded), so a sender learns it from the word its wake's fetch_or just brought into its
 //   cache (delivery.cpp): no extra read-modify-write and no extra cache line on the send path.
 // - Caught up: the receiver clears the bit when a drain empties its inbox (whether it stops at the
-//   end or at a full batch), when it starts a blocking call, and when it exits; then it wakes every
-//   sender that waits for it. A process waits (receive, sleep, IO) only once a drain has found its
-//   inbox empty, so a process that waits is never overloaded.
+//   end or at a full batch), before it waits (receive, sleep, IO) or starts a blocking call, and
+//   once its exit is decided (its destructors may wait for a sender that waits for it); then it
+//   wakes, under the shard's lock, every sender that waits for it. So a process that waits is never
+//   overloaded.
 // - Muted: a sender that found the bit set records itself in the registry (runtime::state::mutes,
 //   by receiver) under the shard's lock, re-reading the bit there, and parks (wait_reason::muted).
 //   The receiver clears the bit before it takes the shard's lock to collect its senders, so a
 //   sender either sees the bit cleared or is collected: none waits for an overload that has ended.
-//   A sender woken by anything else (a message, a signal) just goes on; its stale entry costs one
-//   spurious wake later, which every park tolerates (each re-checks what it waits for).
+//   A sender woken by anything else (a message, a signal) goes on, and takes its entry out: the
+//   registry holds at most one entry per waiting sender. A wait lasts at most 10 ms at a time
+//   (longest_mute_ns): senders that never wait (a scoped_process's thread, timers, the distribution
+//   reader, overloaded processes) can keep a receiver's inbox from ever emptying, and every sender
+//   must still make progress then.
 //
 // ## When a sender waits (and why no wait can deadlock)
 // Only a scheduled process waits (not a scoped_process's thread, a timer or a foreign thread), only
@@ -39,8 +44,9 @@
 // the overload. Two processes flooding each other therefore never both wait (the test
 // "two processes that flood each other both finish", tests/runtime/overload_test.cpp), and a
 // receiver that waits in a selective receive for a message from a muted sender frees it first.
-// What a sender can wait for unboundedly: a receiver that computes without runtime calls, which
-// holds its worker the same way.
+// Beware (README, "Rules for code that runs in a process"): a send may now park for a while, so code
+// that holds a std::mutex across a send can hold it while it waits, and a process killed while it
+// waits raises its exit from the send (as at any park).
 //
 // ## Rejected
 // - A send cost that grows with the receiver's queue (BEAM): tried on fan_in, peak RSS 121 -> 12-22
@@ -54,12 +60,23 @@
 #include <grove/introspection.hpp>
 #include <grove/trace.hpp>
 
+#include <algorithm>
+
+#include "clock.hpp"
 #include "delivery.hpp"
 #include "receive.hpp"
 #include "scheduler.hpp"
 #include "signal_handling.hpp"
+#include "timers.hpp"
 
 namespace grove::internal {
+
+namespace {
+// The longest a sender waits at a time: some senders never wait (a scoped_process's thread, timers,
+// the distribution reader, overloaded processes), and they can keep a receiver's inbox from ever
+// emptying; a bounded wait keeps every sender making progress.
+constexpr std::int64_t longest_mute_ns = 10'000'000;
+}  // namespace
 
 void begin_overload(process* p) noexcept {
   if (p->overloaded || p->kind != process_kind::scheduled || p->exiting) return;
@@ -76,31 +93,19 @@ void end_overload(process* p) noexcept {
   p->control.fetch_and(~ctl_overloaded, std::memory_order_acq_rel);
   if (!rt) return;
   const pid self = p->id();
-  std::vector<pid> senders;
-  {
-    auto& s = rt->mutes.shard_for(self);
-    std::lock_guard<std::mutex> g(s.lock);
-    auto keep = s.muted.begin();
-    for (auto it = s.muted.begin(); it != s.muted.end(); ++it) {
-      if (it->first == self.bits()) {
-        try {
-          senders.push_back(it->second);
-        } catch (...) {
-          *keep++ = *it;  // out of memory: left for the next end of an overload (its wait goes on)
-        }
-      } else {
-        *keep++ = *it;
-      }
-    }
-    s.muted.erase(keep, s.muted.end());
-  }
   const int here = worker_index_for(*rt);
-  for (pid sender : senders) {
-    if (process* q = rt->table.acquire(sender)) {
+  auto& s = rt->mutes.shard_for(self);
+  std::lock_guard<std::mutex> g(s.lock);
+  // Woken in place, under the lock (a wake takes no shard lock): nothing to allocate, so none is
+  // left behind when memory runs out.
+  auto waiting = std::partition(s.muted.begin(), s.muted.end(), [&](const auto& e) { return e.first != self.bits(); });
+  for (auto it = waiting; it != s.muted.end(); ++it) {
+    if (process* q = rt->table.acquire(it->second)) {
       rt->wake(q, trace::wake_cause::unmuted);
       rt->table.release(q, here);
     }
   }
+  s.muted.erase(waiting, s.muted.end());
 }
 
 void wait_for_overloaded(process* self, pid to) {
@@ -129,8 +134,19 @@ void wait_for_overloaded(process* self, pid to) {
   if (!waits) return;
   // Published for introspection while it waits (process.hpp, `activity`); relaxed: a snapshot.
   self->activity.store(static_cast<std::uint8_t>(wait_reason::muted), std::memory_order_relaxed);
+  const bool had_timer = self->timer_armed;  // not in a receive (send_node is not called from one)
+  if (!had_timer) arm_timeout(self, deadline_after_ns(longest_mute_ns));
   park_current(self, park_reason::wait);
+  if (!had_timer && self->timer_armed) disarm_timeout(self);
   self->activity.store(0, std::memory_order_relaxed);
+  {
+    // Woken by anything else (mail, a signal, the bound): its entry goes, so the registry holds at
+    // most one entry per waiting sender.
+    auto& s = rt->mutes.shard_for(to);
+    std::lock_guard<std::mutex> g(s.lock);
+    auto it = std::find(s.muted.begin(), s.muted.end(), std::make_pair(to.bits(), self->id()));
+    if (it != s.muted.end()) s.muted.erase(it);
+  }
   drain_inbox(self, self->exits_deferred == 0);  // an exit signal that came meanwhile acts now
 }
 

@@ -72,6 +72,7 @@ namespace {
       throw;
     }
   } else {
+    end_overload_if_any(p);  // one that waits cannot keep its senders waiting (overload.cpp)
     if (deadline_ns && !p->timer_armed) arm_timeout(p, deadline_ns);
     park_current(p, park_reason::wait);  // does not throw: signals act after it returns
   }
