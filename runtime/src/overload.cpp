@@ -12,8 +12,8 @@
 // 10.68 -> 12.58 M/s (medians of 5; 4.3-11.9 and 11.9-13.1). What still limits 2 workers is the
 // receiver's first cache line (reference count, inbox head, control word), which every push from
 // the other core takes away from it (perf: state::wake 27%, process_table::acquire 24%, deliver 15%).
-// The check costs a hop 11 instructions of ~1,020 (`valgrind --tool=callgrind
-// build/release/bench/grove/ring --n 200000 --threads 1`: 203.6 M -> 205.8 M).
+// The checks cost a hop 20 instructions of ~1,020 (`valgrind --tool=callgrind
+// build/release/bench/grove/ring --n 200000 --threads 1`: 203.6 M -> 207.7 M).
 //
 // ## States
 // - Overloaded: set by the receiver itself when one drain of its inbox (signal_handling.cpp) takes a
