@@ -1,14 +1,17 @@
 // image_pool.hpp: the memory of parked processes' stack images (stack_slots.hpp copies them out).
 //
-// A million sleeping processes are a million small images (~300 bytes for one in sleep_for), made
+// A million sleeping processes are a million small images (~270 bytes for one in sleep_for), made
 // and freed at the rate of spawns and evictions. Page faults dominate the cost of fresh memory on
 // this project's machines (~2.7-13 µs per 4 KiB page, runtime/DESIGN.md §1), so images are carved
 // from 2 MiB chunks the kernel may back with one transparent huge page (MADV_HUGEPAGE): one fault per
 // 2 MiB instead of 512.
 //
 // Design:
-//   - Size classes of image_granule (64) bytes up to max_pooled_bytes (4 KiB); a larger image comes
-//     from malloc (a process parked 4 KiB deep is rare).
+//   - Size classes of `granule` (16) bytes up to max_pooled_bytes (4 KiB); a larger image comes
+//     from malloc (a process parked 4 KiB deep is rare). 16, not 64: images of one park site all
+//     have one size, so a class per 16 bytes wastes at most 15 bytes each (64-byte classes cost a
+//     sleeper 46 bytes more: `build/release/bench/grove/spawn --n 1000000`, bytes_per_process 652
+//     -> 606), and 256 list heads per worker are 2 KiB.
 //   - Per worker: a free list per class and the unused tail of its current chunk. Only that worker's
 //     thread touches them (an image is allocated and freed by a worker holding the process's stack
 //     slot), so there are no atomics and no locks; an image freed by another worker than the one
@@ -30,7 +33,7 @@ namespace grove::internal {
 
 class image_pool {
  public:
-  static constexpr std::size_t granule = 64;            // images are allocated in multiples of this
+  static constexpr std::size_t granule = 16;            // images are allocated in multiples of this
   static constexpr std::size_t max_pooled_bytes = 4096;  // larger ones come from malloc
   static constexpr std::size_t chunk_bytes = 2 * 1024 * 1024;
 

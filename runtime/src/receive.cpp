@@ -86,8 +86,6 @@ struct disarm_on_return {
   }
 };
 
-int match_nothing(void*, const message_node*) { return -1; }
-
 }  // namespace
 
 io_wait wait_ready(process* p, std::atomic<std::uint64_t>& slot, std::uint64_t deadline_ns) {
@@ -195,7 +193,7 @@ matched receive_node(match_fn match, void* matcher, std::int64_t timeout_ns) {
   message_node* prev = nullptr;  // the last message this call has rejected (scan cursor)
   message_node* cur = p->saved.head();
   std::uint32_t passed = 0;      // messages passed over (for the trace)
-  const wait_reason waits_on = match == &match_nothing ? wait_reason::sleep : wait_reason::receive;
+  constexpr wait_reason waits_on = wait_reason::receive;
   for (;;) {
     for (; cur; prev = cur, cur = saved_list::next_of(cur), ++passed) {
       int h = match(matcher, cur);
@@ -278,12 +276,36 @@ bool is_alive(pid id) noexcept {
   return alive;
 }
 
+// A receive that matches nothing, written on its own: a parked sleeper's stack image holds this
+// frame instead of receive_node's, 64 bytes less on each of a million sleepers (its locals are a
+// third of receive_node's; bench/grove/spawn's bytes_per_process re-measures it).
 void detail::sleep_ns(std::int64_t timeout_ns) {
   if (timeout_ns <= 0) {
     yield();
     return;
   }
-  detail::receive_node(&match_nothing, nullptr, timeout_ns);
+  process* p = current_process();
+  if (!p) throw error(errc::not_in_process);
+  before_runtime_call(p, true);
+  const std::uint64_t deadline = deadline_after_ns(timeout_ns);
+  const bool forever = deadline == never_deadline_ns;  // arms no timer
+  disarm_on_return disarm{p};
+  for (;;) {
+    // Signals act here (an exit signal ends the sleep by unwinding); messages wait in the saved list.
+    if (p->mail.maybe_nonempty()) {
+      const drained d = drain_inbox(p);
+      if (d.queued || d.more) {
+        if (!d.queued) charge(p, false);  // a batch of signals only: work done, as in receive_node
+        continue;
+      }
+    }
+    if (!forever && now_ns() >= deadline) {
+      if (tracing(event_kind::receive_timeout, p)) [[unlikely]]
+        record(event_kind::receive_timeout, static_cast<std::uint8_t>(wait_reason::sleep), 0, p->id().bits());
+      return;
+    }
+    wait_for_wake(p, forever ? 0 : deadline, wait_reason::sleep);
+  }
 }
 
 }  // namespace grove
