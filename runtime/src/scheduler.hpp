@@ -173,8 +173,7 @@ class worker {
   process* handoff_from_ = nullptr;   // owner: set by a hand-off just before its switch; taken by arrived()
   std::uint64_t run_reductions_before_ = 0;  // owner: the current process's counts when its run began
   std::uint32_t run_received_before_ = 0;
-  std::uint64_t last_now_ = 0;      // owner: the clock at the last timer check
-  std::uint32_t rounds_since_clock_ = 0;  // owner
+  const std::uint64_t coarse_lag_ns_ = coarse_clock_lag_ns();  // immutable
   bool searching_ = false;          // owner: counted in runtime_state::searching
   // owner: in sleep_in_poller's event callback, processes made ready go to the local queue
   // without waking another worker; once the wait returns, one more than the worker runs itself

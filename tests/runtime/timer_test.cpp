@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 
 using namespace std::chrono_literals;
@@ -148,4 +149,39 @@ TEST_CASE("a receive timeout armed on a worker that then blocks in a syscall fir
     CHECK_FALSE(o.syscall_over);  // it fired while its worker was still blocked
   }
   CHECK(checked);
+}
+
+TEST_CASE("a timer on a worker busy with a computing process fires at its next scheduling round, not rounds later") {
+  // One worker: nobody else can fire its timers. A process computes for 5 ms between yields (each
+  // scheduling round lasts that long); another sleeps 2 ms at a time and counts the computing
+  // slices that passed during each sleep. Its timer is due during the first slice and fires at the
+  // round after it: about two slices. The worker used to read the clock only every 16th round while
+  // a timer seemed far, so a sleep outlasted up to 16 slices (80 ms for a 2 ms sleep).
+  grove_test::runtime_fixture rt({.workers = 1});
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  std::atomic<bool> stop{false};
+  std::atomic<long> slices{0};
+  grove::spawn([&] {
+    while (!stop.load(std::memory_order_acquire)) {
+      const auto until = std::chrono::steady_clock::now() + 5ms;
+      while (std::chrono::steady_clock::now() < until) {
+      }
+      grove::yield();
+      slices.fetch_add(1, std::memory_order_relaxed);  // a count, read by the sleeper on this worker
+    }
+  });
+  grove::spawn([&, self] {
+    long most = 0;
+    for (int i = 0; i < 10; ++i) {
+      const long before = slices.load(std::memory_order_relaxed);
+      grove::sleep_for(2ms);
+      most = std::max(most, slices.load(std::memory_order_relaxed) - before);
+    }
+    grove::send(self, most);
+  });
+  const long most = grove::receive([](long n) { return n; }, grove::after(patience, [] { return -1L; }));
+  stop.store(true, std::memory_order_release);
+  CHECK(most >= 0);
+  CHECK(most <= 4);
 }
