@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct last {
   int count;
 };
 struct finished {};
+struct tick {
+  int i;
+};
 
 constexpr int flood_cap = 2'000'000;
 
@@ -151,4 +155,67 @@ TEST_CASE("sixteen processes flooding one that takes everything: all arrive, eac
       for (int i = 0; i < n; ++i) grove::send(receiver, std::make_pair(s, i));
     });
   CHECK(grove::receive([](bool in_order) { return in_order ? 1 : 0; }, grove::after(patience, [] { return -1; })) == 1);
+}
+
+TEST_CASE("a sender muted behind an inbox that a thread keeps full still gets through (a muted wait is bounded)") {
+  // A scoped_process's thread is never muted: here it keeps the receiver's inbox from ever emptying
+  // (thousands of messages ahead of it), so the receiver stays overloaded and the process sending
+  // to it is muted on every send. Each wait ends after at most longest_mute_ns (10 ms,
+  // overload.cpp), so its sends go on getting through while the thread floods; without the bound
+  // its first muted send would wait for as long as the thread goes on.
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid test = me.pid();
+  constexpr int progress = 20;   // sends the muted process must get through while the thread floods
+  constexpr long ahead = 4'000;  // messages the thread keeps in front of the receiver (~8 ms of its work)
+  std::atomic<long> taken{0};
+  std::atomic<int> ticks_sent{0};
+  std::atomic<bool> stop{false};
+  const grove::pid receiver = grove::spawn([test, &taken] {
+    int expected = 0;
+    bool in_order = true;
+    bool stopping = false;
+    while (!stopping)
+      grove::receive(
+          [&](int) {
+            const auto until = std::chrono::steady_clock::now() + 2us;  // slower than the thread sends
+            while (std::chrono::steady_clock::now() < until) {
+            }
+            taken.fetch_add(1, std::memory_order_relaxed);  // a count: the thread reads it to pace itself
+          },
+          [&](tick t) { in_order = in_order && t.i == expected++; }, [&](finished) { stopping = true; });
+    grove::send(test, std::make_pair(expected, in_order));
+  });
+  // Sends ticks until told to stop: fast until the receiver is overloaded, then one per muted wait.
+  const auto sender = grove::spawn_monitor([receiver, &ticks_sent, &stop] {
+    for (int i = 0; !stop.load(std::memory_order_acquire); ++i) {
+      grove::send(receiver, tick{i});
+      ticks_sent.store(i + 1, std::memory_order_relaxed);  // progress, read by the test
+    }
+  });
+  long sent = 0;
+  int ticks_when_muted = -1;  // ticks sent when the test first saw the sender muted
+  const auto give_up = std::chrono::steady_clock::now() + patience;
+  while (std::chrono::steady_clock::now() < give_up) {
+    if (sent - taken.load(std::memory_order_relaxed) < ahead) {
+      for (long k = 0; k < ahead; ++k) grove::send(receiver, static_cast<int>(k));
+      sent += ahead;
+    } else {
+      std::this_thread::yield();
+    }
+    if (ticks_when_muted < 0 && muted(sender.pid)) ticks_when_muted = ticks_sent.load(std::memory_order_relaxed);
+    if (ticks_when_muted >= 0 && ticks_sent.load(std::memory_order_relaxed) >= ticks_when_muted + progress) break;
+  }
+  const int ticks_at_end_of_flood = ticks_sent.load(std::memory_order_relaxed);
+  stop.store(true, std::memory_order_release);
+  const auto down = grove::receive(grove::when([&](const grove::down& d) { return d.ref == sender.monitor; }, [](grove::down d) { return d; }),
+                                   grove::after(patience, [] { return grove::down{}; }));
+  CHECK(down.reason.is_normal());
+  grove::send(receiver, finished{});  // after every tick: the sender has ended
+  const auto [count, in_order] = grove::receive([](std::pair<int, bool> r) { return r; },
+                                                grove::after(patience, [] { return std::make_pair(-1, false); }));
+  REQUIRE(ticks_when_muted >= 0);  // the thread kept the receiver overloaded
+  CHECK(ticks_at_end_of_flood >= ticks_when_muted + progress);
+  CHECK(count == ticks_sent.load(std::memory_order_relaxed));
+  CHECK(in_order);
 }
