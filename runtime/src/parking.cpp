@@ -30,7 +30,9 @@
 //    queued on this worker, which runs them next; it wakes one other worker only when it readied
 //    more than one ("Readiness runs where it was polled" at the wait below).
 // 6. IO while every worker is busy: nobody sleeps in the poller then, so a busy worker reaps it
-//    (epoll_wait without waiting) every io_reap_rounds scheduling rounds, when any process waits
+//    (epoll_wait without waiting) every io_reap_rounds scheduling rounds and at the first round of
+//    each kernel tick (a round lasts as long as its process: 61 rounds of a process that computes
+//    5 ms were 300 ms), when any process waits
 //    for an fd (io_waiters, as Go's netpollWaiters) and no idle worker holds it; the processes it
 //    readies are queued on it. A worker that computes without runtime calls reaps nothing, as it
 //    fires no timers; the others do.
@@ -43,7 +45,8 @@
 // that is blocked in a syscall or computes for a long time does not, so: (a) the poller's holder,
 // whenever a worker is idle, sleeps until the earliest deadline of all wheels and fires every wheel
 // that is due (fire_due_everywhere); (b) busy workers look at the other wheels every
-// steal_timers_rounds rounds and fire one that is due by more than stranded_timer_grace_ns. With one
+// steal_timers_rounds rounds and at each kernel tick (4 ms), and fire one that is due by more than
+// stranded_timer_grace_ns. With one
 // worker free, a timer armed on a blocked worker fires within the poller's wake-up latency; with
 // every worker busy, within the next scheduling round of any worker that reaches one (Grove does not
 // preempt: a worker in an endless computation reaches none). bench/grove/blocked_worker measures it.

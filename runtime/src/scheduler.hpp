@@ -159,7 +159,7 @@ class worker {
   void end_run(process* p);
   void finish_park(process* p, void* fctx);
   void after_park(process* p);
-  void advance_timers();
+  void advance_timers(std::uint64_t coarse_now);
   bool has_visible_work() const noexcept;
   bool may_leave() const noexcept;
 
@@ -174,6 +174,7 @@ class worker {
   std::uint64_t run_reductions_before_ = 0;  // owner: the current process's counts when its run began
   std::uint32_t run_received_before_ = 0;
   const std::uint64_t coarse_lag_ns_ = coarse_clock_lag_ns();  // immutable
+  std::uint64_t last_coarse_ = 0;   // owner: coarse_now_ns() at the last round
   bool searching_ = false;          // owner: counted in runtime_state::searching
   // owner: in sleep_in_poller's event callback, processes made ready go to the local queue
   // without waking another worker; once the wait returns, one more than the worker runs itself

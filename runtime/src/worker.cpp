@@ -18,13 +18,15 @@ constexpr std::uint32_t global_queue_interval = 61;  // Go's: check the inject q
 constexpr std::uint32_t lifo_streak_max = 3;         // tokio's cap on consecutive LIFO-slot runs
 constexpr int steal_rounds = 4;                      // Go's: passes over all victims before parking
 constexpr std::size_t inject_batch = 32;             // processes taken from the inject queue at once
-// Busy workers look at the other workers' wheels every this many rounds (fire_stranded_timers), and
+// Busy workers look at the other workers' wheels every this many rounds and at every kernel tick
+// (find_work; fire_stranded_timers), and
 // fire one that is due by more than the grace: its owner is blocked or in one long computation (an
 // owner that runs fires its own within a round). The grace is the ~1 ms within which a blocked
 // worker's timers are taken over when no worker is idle (parking.cpp, "Timers no worker strands").
 constexpr std::uint32_t steal_timers_rounds = 16;
 constexpr std::uint64_t stranded_timer_grace_ns = 1'000'000;
-// Busy workers reap the poller every this many rounds when nobody sleeps in it (parking.cpp, step 6):
+// Busy workers reap the poller every this many rounds and at every kernel tick when nobody sleeps in
+// it (parking.cpp, step 6):
 // tokio's event_interval. One epoll_wait that finds nothing costs ~110 ns here
 // (bench/grove/poller_probe.cpp), a round ~50-100 ns: under 2% of a busy worker's time.
 constexpr std::uint32_t io_reap_rounds = 61;
@@ -193,9 +195,15 @@ process* worker::steal_from_others() {
 
 process* worker::find_work() {
   ++tick_;
-  advance_timers();
-  if (tick_ % steal_timers_rounds == 0) fire_stranded_timers();
-  if (tick_ % io_reap_rounds == 0) reap_io();
+  const std::uint64_t coarse = coarse_now_ns();  // ~6.5 ns: see advance_timers
+  advance_timers(coarse);
+  // Each kernel tick (4 ms at HZ=250) as well as every Nth round: a round lasts as long as the
+  // process it ran, so counting rounds alone left IO ready for a busy worker waiting 61 rounds of
+  // 5 ms (tests/runtime/net_test.cpp, "at the next round of a worker").
+  const bool new_tick = coarse != last_coarse_;
+  last_coarse_ = coarse;
+  if (new_tick || tick_ % steal_timers_rounds == 0) fire_stranded_timers();
+  if (new_tick || tick_ % io_reap_rounds == 0) reap_io();
   process* p = nullptr;
   if (tick_ % global_queue_interval == 0 && rt.injector.try_pop(p)) return p;
   // scheduler.cpp, "Pinned": every other round first. relaxed: a hint, take_pinned decides
@@ -460,19 +468,19 @@ void worker::fire_stranded_timers() {
       fire_due_timers(*w);
 }
 
-void worker::advance_timers() {
+void worker::advance_timers(std::uint64_t coarse_now) {
   // A hint (relaxed); the wheel is exact under its lock. Reading the clock is not free here (~17%
-  // of bench/grove/spawn's CPU when done every round, perf): with no timer pending it is not read,
-  // and otherwise the coarse clock (a quarter of the cost) says first whether the next expiry can
-  // have come; the exact clock is read only within coarse_lag_ns_ of it. Cost against reading
-  // nothing on most rounds: +0.9% instructions on `valgrind --tool=callgrind
-  // build/release/bench/grove/spawn --n 200000` (every sleeper's timer pending), spawn 1M's time
-  // within noise. Rejected: reading the clock every Nth round (16 was used): a round lasts as long
-  // as the process it ran, so a worker whose process computes 5 ms between yields fired a 2 ms
-  // sleep 17 slices late (tests/runtime/timer_test.cpp, "fires at its next scheduling round").
+  // of bench/grove/spawn's CPU when done every round, perf): the exact clock (24-27 ns) is read only
+  // when the coarse one (6.4-7.0 ns, read every round by find_work; both measured by a loop of 10 M
+  // clock_gettime calls) says the next expiry may have come. Cost against reading no clock on most
+  // rounds: +0.9% instructions on `valgrind --tool=callgrind build/release/bench/grove/spawn --n
+  // 200000` (every sleeper's timer pending), spawn 1M's time within noise. Rejected: reading the
+  // clock every Nth round (16 was used): a round lasts as long as the process it ran, so a worker
+  // whose process computes 5 ms between yields fired a 2 ms sleep 17 slices late
+  // (tests/runtime/timer_test.cpp, "fires at its next scheduling round").
   std::uint64_t next = next_expiry_ns.load(std::memory_order_relaxed);
   if (next == ~0ull) return;
-  if (next > coarse_now_ns() + coarse_lag_ns_) return;
+  if (next > coarse_now + coarse_lag_ns_) return;
   if (next > now_ns()) return;
   fire_due_timers(*this);
 }

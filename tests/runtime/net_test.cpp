@@ -218,6 +218,55 @@ TEST_CASE("readiness reaches a waiting process while every worker is busy with o
   CHECK(grove_test::wait_until([&] { return std::none_of(spinners.begin(), spinners.end(), grove::is_alive); }));
 }
 
+TEST_CASE("readiness reaches a waiting process at the next round of a worker whose process computes for milliseconds") {
+  // One worker, busy: a process computes for 5 ms between yields, so each scheduling round lasts
+  // that long and nobody sleeps in the poller. The reader must see its byte within a round or two
+  // of the computing process (a worker that looked at the poller every 61st round made it wait up
+  // to 61 slices, ~300 ms).
+  grove_test::runtime_fixture rt({.workers = 1});
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  auto l = listen_local();
+  auto c = net::stream::connect(net::address::loopback(port_of(l)), patience);
+  REQUIRE(c);
+  auto s = l.accept(patience);
+  REQUIRE(s);
+  std::atomic<bool> stop{false};
+  std::atomic<long> slices{0};
+  struct got {
+    bool ok;
+    long slices;
+  };
+  grove::spawn([self, &slices, s = std::move(*s)]() mutable {
+    for (int i = 0; i < 5; ++i) {
+      char b;
+      auto r = s.read_some(&b, 1, patience);
+      grove::send(self, got{r && *r == 1 && b == 'q', slices.load(std::memory_order_relaxed)});
+    }
+  });
+  grove::spawn([&] {
+    while (!stop.load(std::memory_order_acquire)) {
+      const auto until = std::chrono::steady_clock::now() + 5ms;
+      while (std::chrono::steady_clock::now() < until) {
+      }
+      grove::yield();
+      slices.fetch_add(1, std::memory_order_relaxed);  // a count, read by the reader and the test
+    }
+  });
+  long most = 0;
+  bool all_ok = true;
+  for (int i = 0; i < 5; ++i) {
+    const long before = slices.load(std::memory_order_relaxed);
+    CHECK_FALSE(c->write_all("q", patience));
+    const got g = grove::receive([](got g) { return g; }, grove::after(patience, [] { return got{false, -1}; }));
+    all_ok = all_ok && g.ok;
+    most = std::max(most, g.slices - before);
+  }
+  stop.store(true, std::memory_order_release);
+  CHECK(all_ok);
+  CHECK(most <= 4);
+}
+
 TEST_CASE("a read with a deadline returns timeout at the deadline when nothing comes") {
   grove_test::runtime_fixture rt;
   grove::scoped_process me;
