@@ -13,7 +13,8 @@
 //   every worker can use, so any worker can resume any process (stack_slots.hpp has the protocol).
 //
 // ## Where work comes from (worker::find_work)
-// 1. Every 61st round, one process from the shared inject queue first, so it cannot starve (Go's rule).
+// 1. Every 61st round and at the first round of each kernel tick (4 ms: a round lasts as long as its
+//    process), one process from the shared inject queue first, so it cannot starve (Go's rule).
 // 2. The LIFO slot: a process woken by a message from the process running here, or spawned by it,
 //    runs next, on the same core, while the sender's data is in cache; after 3 LIFO runs in a row
 //    the local queue goes first (tokio's cap), so a ping-pong pair cannot starve the queue. When the

@@ -198,14 +198,15 @@ process* worker::find_work() {
   const std::uint64_t coarse = coarse_now_ns();  // ~6.5 ns: see advance_timers
   advance_timers(coarse);
   // Each kernel tick (4 ms at HZ=250) as well as every Nth round: a round lasts as long as the
-  // process it ran, so counting rounds alone left IO ready for a busy worker waiting 61 rounds of
-  // 5 ms (tests/runtime/net_test.cpp, "at the next round of a worker").
+  // process it ran, so counting rounds alone left IO ready for a busy worker, and a process woken
+  // from a foreign thread, waiting 61 rounds of 5 ms (tests/runtime/net_test.cpp, "at the next
+  // round of a worker"; scheduler_test.cpp, "woken from a foreign thread").
   const bool new_tick = coarse != last_coarse_;
   last_coarse_ = coarse;
   if (new_tick || tick_ % steal_timers_rounds == 0) fire_stranded_timers();
   if (new_tick || tick_ % io_reap_rounds == 0) reap_io();
   process* p = nullptr;
-  if (tick_ % global_queue_interval == 0 && rt.injector.try_pop(p)) return p;
+  if ((new_tick || tick_ % global_queue_interval == 0) && rt.injector.try_pop(p)) return p;
   // scheduler.cpp, "Pinned": every other round first. relaxed: a hint, take_pinned decides
   const bool pinned_work = pinned_head_ != nullptr || pinned_pending.load(std::memory_order_relaxed);
   if (pinned_work && (tick_ & 1) == 0 && (p = take_pinned())) return p;

@@ -1,7 +1,9 @@
 // Scheduling across workers: migration of started processes, stealing, many processes.
 #include "support/fixture.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <vector>
 
@@ -293,4 +295,42 @@ TEST_CASE("the worker's reduction and message counts stay right across hand-offs
   const auto si = grove::system_info();
   CHECK(si.messages_received <= si.messages_sent);
   CHECK(si.reductions <= 4 * si.messages_sent + 100'000);  // a send, a receive, a spawn each cost one
+}
+
+TEST_CASE("a process woken from a foreign thread runs within a round or two of a worker whose process computes for milliseconds") {
+  // One worker: a process computes for 5 ms between yields, so its local queue is never empty and
+  // each round lasts 5 ms. A wake from a foreign thread (this test's) goes through the inject queue,
+  // which the worker looks at every 61st round (Go's rule) and at each kernel tick: the woken
+  // process must run within a few slices, not 61 (~300 ms).
+  grove_test::runtime_fixture rt({.workers = 1});
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  std::atomic<bool> stop{false};
+  std::atomic<long> slices{0};
+  struct ping {};
+  const grove::pid waiter = grove::spawn([self, &slices] {
+    for (int i = 0; i < 5; ++i) {
+      grove::receive([](ping) {});
+      grove::send(self, slices.load(std::memory_order_relaxed));
+    }
+  });
+  grove::spawn([&] {
+    while (!stop.load(std::memory_order_acquire)) {
+      const auto until = std::chrono::steady_clock::now() + 5ms;
+      while (std::chrono::steady_clock::now() < until) {
+      }
+      grove::yield();
+      slices.fetch_add(1, std::memory_order_relaxed);  // a count, read by the waiter and the test
+    }
+  });
+  long most = 0;
+  for (int i = 0; i < 5; ++i) {
+    const long before = slices.load(std::memory_order_relaxed);
+    grove::send(waiter, ping{});
+    const long at = grove::receive([](long n) { return n; }, grove::after(patience, [] { return -1L; }));
+    REQUIRE(at >= 0);
+    most = std::max(most, at - before);
+  }
+  stop.store(true, std::memory_order_release);
+  CHECK(most <= 4);
 }
