@@ -25,8 +25,9 @@ inline std::uint64_t now_ns() noexcept {
 }
 
 // The same clock as now_ns() (CLOCK_MONOTONIC), as of the kernel's last tick: behind it by at most
-// coarse_clock_lag_ns(), for a fraction of the cost (7.7 ns against 31.3 ns here, bench/RESULTS.md,
-// "Tracing"). For "can a deadline be due yet?" asked on every scheduling round.
+// coarse_clock_lag_ns(), for a fraction of the cost: 5.8-7.7 ns a read against 25.7-31.3 ns for
+// now_ns() on this project's VM (`build/release/bench/grove/clock_probe`, two days). For "can a
+// deadline be due yet?" asked on every scheduling round.
 inline std::uint64_t coarse_now_ns() noexcept {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);

@@ -86,6 +86,16 @@ struct disarm_on_return {
   }
 };
 
+// Step 2 of a receive: pulls in one batch of the inbox if anything may be there. True if it took
+// something (messages to scan, or a batch with more behind it). A batch of signals alone is still
+// work done for them, so it costs a reduction and the slice can end here (fairness).
+[[gnu::always_inline]] inline bool take_in_mail(process* p) {
+  if (!p->mail.maybe_nonempty()) return false;
+  const drained d = drain_inbox(p);
+  if (!d.queued && d.more) charge(p, false);
+  return d.queued || d.more;
+}
+
 }  // namespace
 
 io_wait wait_ready(process* p, std::atomic<std::uint64_t>& slot, std::uint64_t deadline_ns) {
@@ -193,7 +203,6 @@ matched receive_node(match_fn match, void* matcher, std::int64_t timeout_ns) {
   message_node* prev = nullptr;  // the last message this call has rejected (scan cursor)
   message_node* cur = p->saved.head();
   std::uint32_t passed = 0;      // messages passed over (for the trace)
-  constexpr wait_reason waits_on = wait_reason::receive;
   for (;;) {
     for (; cur; prev = cur, cur = saved_list::next_of(cur), ++passed) {
       int h = match(matcher, cur);
@@ -206,21 +215,16 @@ matched receive_node(match_fn match, void* matcher, std::int64_t timeout_ns) {
         return {n, h};
       }
     }
-    if (p->mail.maybe_nonempty()) {
-      const drained d = drain_inbox(p);
-      if (d.queued || d.more) {
-        // A batch of signals only: still work done for them, so the slice can end here (fairness).
-        if (!d.queued) charge(p, false);
-        cur = prev ? saved_list::next_of(prev) : p->saved.head();
-        continue;
-      }
+    if (take_in_mail(p)) {
+      cur = prev ? saved_list::next_of(prev) : p->saved.head();
+      continue;
     }
     if (!forever && (timeout_ns == 0 || now_ns() >= deadline)) {
       if (timeout_ns > 0 && tracing(event_kind::receive_timeout, p)) [[unlikely]]
-        record(event_kind::receive_timeout, static_cast<std::uint8_t>(waits_on), 0, p->id().bits());
+        record(event_kind::receive_timeout, static_cast<std::uint8_t>(wait_reason::receive), 0, p->id().bits());
       return {nullptr, -1};
     }
-    wait_for_wake(p, forever ? 0 : deadline, waits_on);
+    wait_for_wake(p, forever ? 0 : deadline, wait_reason::receive);
   }
 }
 
@@ -292,13 +296,7 @@ void detail::sleep_ns(std::int64_t timeout_ns) {
   disarm_on_return disarm{p};
   for (;;) {
     // Signals act here (an exit signal ends the sleep by unwinding); messages wait in the saved list.
-    if (p->mail.maybe_nonempty()) {
-      const drained d = drain_inbox(p);
-      if (d.queued || d.more) {
-        if (!d.queued) charge(p, false);  // a batch of signals only: work done, as in receive_node
-        continue;
-      }
-    }
+    if (take_in_mail(p)) continue;
     if (!forever && now_ns() >= deadline) {
       if (tracing(event_kind::receive_timeout, p)) [[unlikely]]
         record(event_kind::receive_timeout, static_cast<std::uint8_t>(wait_reason::sleep), 0, p->id().bits());

@@ -195,7 +195,7 @@ process* worker::steal_from_others() {
 
 process* worker::find_work() {
   ++tick_;
-  const std::uint64_t coarse = coarse_now_ns();  // ~6.5 ns: see advance_timers
+  const std::uint64_t coarse = coarse_now_ns();  // ~6 ns (clock.hpp); its cost: advance_timers
   advance_timers(coarse);
   // Each kernel tick (4 ms at HZ=250) as well as every Nth round: a round lasts as long as the
   // process it ran, so counting rounds alone left IO ready for a busy worker, and a process woken
@@ -471,9 +471,9 @@ void worker::fire_stranded_timers() {
 
 void worker::advance_timers(std::uint64_t coarse_now) {
   // A hint (relaxed); the wheel is exact under its lock. Reading the clock is not free here (~17%
-  // of bench/grove/spawn's CPU when done every round, perf): the exact clock (24-27 ns) is read only
-  // when the coarse one (6.4-7.0 ns, read every round by find_work; both measured by a loop of 10 M
-  // clock_gettime calls) says the next expiry may have come. Cost against reading no clock on most
+  // of bench/grove/spawn's CPU when done every round, perf): the exact clock is read only when the
+  // coarse one (a quarter of the cost, clock.hpp; read every round by find_work) says the next
+  // expiry may have come. Cost against reading no clock on most
   // rounds: +0.9% instructions on `valgrind --tool=callgrind build/release/bench/grove/spawn --n
   // 200000` (every sleeper's timer pending), spawn 1M's time within noise. Rejected: reading the
   // clock every Nth round (16 was used): a round lasts as long as the process it ran, so a worker

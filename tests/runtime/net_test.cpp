@@ -231,38 +231,27 @@ TEST_CASE("readiness reaches a waiting process at the next round of a worker who
   REQUIRE(c);
   auto s = l.accept(patience);
   REQUIRE(s);
-  std::atomic<bool> stop{false};
-  std::atomic<long> slices{0};
   struct got {
     bool ok;
     long slices;
   };
-  grove::spawn([self, &slices, s = std::move(*s)]() mutable {
+  grove_test::computing_process busy(5ms);
+  grove::spawn([self, slices = busy.slices(), s = std::move(*s)]() mutable {
     for (int i = 0; i < 5; ++i) {
       char b;
       auto r = s.read_some(&b, 1, patience);
-      grove::send(self, got{r && *r == 1 && b == 'q', slices.load(std::memory_order_relaxed)});
-    }
-  });
-  grove::spawn([&] {
-    while (!stop.load(std::memory_order_acquire)) {
-      const auto until = std::chrono::steady_clock::now() + 5ms;
-      while (std::chrono::steady_clock::now() < until) {
-      }
-      grove::yield();
-      slices.fetch_add(1, std::memory_order_relaxed);  // a count, read by the reader and the test
+      grove::send(self, got{r && *r == 1 && b == 'q', slices->load(std::memory_order_relaxed)});  // relaxed: a count
     }
   });
   long most = 0;
   bool all_ok = true;
   for (int i = 0; i < 5; ++i) {
-    const long before = slices.load(std::memory_order_relaxed);
+    const long before = busy.slices()->load(std::memory_order_relaxed);
     CHECK_FALSE(c->write_all("q", patience));
     const got g = grove::receive([](got g) { return g; }, grove::after(patience, [] { return got{false, -1}; }));
     all_ok = all_ok && g.ok;
     most = std::max(most, g.slices - before);
   }
-  stop.store(true, std::memory_order_release);
   CHECK(all_ok);
   CHECK(most <= 4);
 }

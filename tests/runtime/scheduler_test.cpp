@@ -305,32 +305,21 @@ TEST_CASE("a process woken from a foreign thread runs within a round or two of a
   grove_test::runtime_fixture rt({.workers = 1});
   grove::scoped_process me;
   const grove::pid self = me.pid();
-  std::atomic<bool> stop{false};
-  std::atomic<long> slices{0};
   struct ping {};
-  const grove::pid waiter = grove::spawn([self, &slices] {
+  grove_test::computing_process busy(5ms);
+  const grove::pid waiter = grove::spawn([self, slices = busy.slices()] {
     for (int i = 0; i < 5; ++i) {
       grove::receive([](ping) {});
-      grove::send(self, slices.load(std::memory_order_relaxed));
-    }
-  });
-  grove::spawn([&] {
-    while (!stop.load(std::memory_order_acquire)) {
-      const auto until = std::chrono::steady_clock::now() + 5ms;
-      while (std::chrono::steady_clock::now() < until) {
-      }
-      grove::yield();
-      slices.fetch_add(1, std::memory_order_relaxed);  // a count, read by the waiter and the test
+      grove::send(self, slices->load(std::memory_order_relaxed));  // relaxed: a count
     }
   });
   long most = 0;
   for (int i = 0; i < 5; ++i) {
-    const long before = slices.load(std::memory_order_relaxed);
+    const long before = busy.slices()->load(std::memory_order_relaxed);
     grove::send(waiter, ping{});
     const long at = grove::receive([](long n) { return n; }, grove::after(patience, [] { return -1L; }));
     REQUIRE(at >= 0);
     most = std::max(most, at - before);
   }
-  stop.store(true, std::memory_order_release);
   CHECK(most <= 4);
 }

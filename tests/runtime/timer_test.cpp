@@ -160,28 +160,17 @@ TEST_CASE("a timer on a worker busy with a computing process fires at its next s
   grove_test::runtime_fixture rt({.workers = 1});
   grove::scoped_process me;
   const grove::pid self = me.pid();
-  std::atomic<bool> stop{false};
-  std::atomic<long> slices{0};
-  grove::spawn([&] {
-    while (!stop.load(std::memory_order_acquire)) {
-      const auto until = std::chrono::steady_clock::now() + 5ms;
-      while (std::chrono::steady_clock::now() < until) {
-      }
-      grove::yield();
-      slices.fetch_add(1, std::memory_order_relaxed);  // a count, read by the sleeper on this worker
-    }
-  });
-  grove::spawn([&, self] {
+  grove_test::computing_process busy(5ms);
+  grove::spawn([slices = busy.slices(), self] {
     long most = 0;
     for (int i = 0; i < 10; ++i) {
-      const long before = slices.load(std::memory_order_relaxed);
+      const long before = slices->load(std::memory_order_relaxed);  // relaxed: a count
       grove::sleep_for(2ms);
-      most = std::max(most, slices.load(std::memory_order_relaxed) - before);
+      most = std::max(most, slices->load(std::memory_order_relaxed) - before);
     }
     grove::send(self, most);
   });
   const long most = grove::receive([](long n) { return n; }, grove::after(patience, [] { return -1L; }));
-  stop.store(true, std::memory_order_release);
   CHECK(most >= 0);
   CHECK(most <= 4);
 }

@@ -118,6 +118,32 @@ runtime_fixture::~runtime_fixture() {
   CHECK_MESSAGE(u.messages == 0, "message nodes leaked");
 }
 
+struct computing_process::state {
+  std::atomic<bool> stop{false};
+  std::atomic<long> slices{0};
+};
+
+computing_process::computing_process(std::chrono::microseconds stretch) : state_(std::make_shared<state>()) {
+  pid_ = grove::spawn([s = state_, stretch] {
+    while (!s->stop.load(std::memory_order_acquire)) {  // acquire: pairs with the destructor's release (a flag)
+      const auto until = std::chrono::steady_clock::now() + stretch;
+      while (std::chrono::steady_clock::now() < until) {
+      }
+      grove::yield();
+      s->slices.fetch_add(1, std::memory_order_relaxed);  // relaxed: a count, nothing is read through it
+    }
+  });
+}
+
+computing_process::~computing_process() {
+  state_->stop.store(true, std::memory_order_release);
+  CHECK(wait_until([&] { return !grove::is_alive(pid_); }));
+}
+
+std::shared_ptr<const std::atomic<long>> computing_process::slices() const {
+  return std::shared_ptr<const std::atomic<long>>(state_, &state_->slices);
+}
+
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {

@@ -9,6 +9,7 @@
 // or receive with a timeout in seconds, and assert behaviour, never speed.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -55,5 +56,24 @@ bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds tim
 
 // A generous timeout for receives in tests: long enough never to fire on a loaded CI machine.
 inline constexpr std::chrono::seconds patience{20};
+
+// A process that computes for `stretch` at a time (spinning on the clock, no runtime call) and
+// yields between stretches, so that each scheduling round of the worker running it lasts about
+// `stretch`: the busy worker of a test. It counts the stretches done so far: a process on the same
+// worker reads how many rounds passed while it waited (through slices(), a handle it may keep even
+// if the test ends before it). The destructor stops the process and waits until it has exited.
+class computing_process {
+ public:
+  explicit computing_process(std::chrono::microseconds stretch);
+  ~computing_process();
+  computing_process(const computing_process&) = delete;
+  computing_process& operator=(const computing_process&) = delete;
+  std::shared_ptr<const std::atomic<long>> slices() const;
+
+ private:
+  struct state;
+  std::shared_ptr<state> state_;  // shared with the process, which may outlive a failed test
+  grove::pid pid_;
+};
 
 }  // namespace grove_test
