@@ -12,7 +12,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -218,4 +220,82 @@ TEST_CASE("a sender muted behind an inbox that a thread keeps full still gets th
   CHECK(ticks_at_end_of_flood >= ticks_when_muted + progress);
   CHECK(count == ticks_sent.load(std::memory_order_relaxed));
   CHECK(in_order);
+}
+
+TEST_CASE("an exit signal in the middle of a flood's batch: a trapping receiver gets it in its place, another dies of it") {
+  // The sender floods the receiver, sends it an exit signal halfway, and floods on. The receiver
+  // computes between yields until the sender has been seen muted, so the signal arrives behind a
+  // backlog and is taken in the middle of a drained batch (256 nodes), between messages of the
+  // same sender. Erlang's order per sender and receiver holds for signals and messages together.
+  const int n = flood_size();
+  const int exit_at = n / 2 + 17;  // not on a batch boundary
+  SUBCASE("trapping: the exit_signal message comes after exactly the messages sent before it") {
+    grove_test::runtime_fixture rt;
+    grove::scoped_process me;
+    const grove::pid test = me.pid();
+    std::atomic<bool> seen_muted{false};
+    const grove::pid receiver = grove::spawn([&seen_muted, test] {
+      grove::trap_exit(true);
+      grove::send(test, finished{});  // trapping from here on
+      while (!seen_muted.load(std::memory_order_acquire)) compute_a_little_then_yield();
+      int expected = 0;
+      bool in_order = true;
+      int exit_position = -1;
+      std::string reason;
+      grove::pid from;
+      for (bool done = false; !done;)
+        grove::receive([&](int v) { in_order = in_order && v == expected++; },
+                       [&](grove::exit_signal e) {
+                         exit_position = expected;
+                         reason = std::string(e.reason.text());
+                         from = e.from;
+                       },
+                       [&](last l) { done = l.count == expected; });
+      grove::send(test, std::make_tuple(in_order, exit_position, reason, from, expected));
+    });
+    REQUIRE(grove::receive([](finished) { return true; }, grove::after(patience, [] { return false; })));
+    const grove::pid sender = grove::spawn([receiver, n, exit_at] {
+      for (int i = 0; i < n; ++i) {
+        if (i == exit_at) grove::exit(receiver, grove::exit_reason("mid_flood"));
+        grove::send(receiver, i);
+      }
+      grove::send(receiver, last{n});
+    });
+    CHECK(grove_test::wait_until([&] { return muted(sender) || !grove::is_alive(sender); }));
+    seen_muted.store(true, std::memory_order_release);
+    using result = std::tuple<bool, int, std::string, grove::pid, int>;
+    const auto [in_order, exit_position, reason, from, count] =
+        grove::receive([](result r) { return r; }, grove::after(patience, [] { return result{false, -1, "", {}, -1}; }));
+    CHECK(in_order);
+    CHECK(count == n);
+    CHECK(exit_position == exit_at);
+    CHECK(reason == "mid_flood");
+    CHECK(from == sender);
+  }
+  SUBCASE("not trapping: it dies with the signal's reason; its sender is not left waiting, and the rest is freed") {
+    grove_test::runtime_fixture rt;
+    grove::scoped_process me;
+    std::atomic<bool> seen_muted{false};
+    std::atomic<int> taken{0};
+    const auto receiver = grove::spawn_monitor([&seen_muted, &taken] {
+      while (!seen_muted.load(std::memory_order_acquire)) compute_a_little_then_yield();
+      for (;;) grove::receive([&](int) { taken.fetch_add(1, std::memory_order_relaxed); });  // a count, read after its end
+    });
+    const auto sender = grove::spawn_monitor([r = receiver.pid, n, exit_at] {
+      for (int i = 0; i < n; ++i) {
+        if (i == exit_at) grove::exit(r, grove::exit_reason("mid_flood"));
+        grove::send(r, i);
+      }
+    });
+    CHECK(grove_test::wait_until([&] { return muted(sender.pid) || !grove::is_alive(sender.pid); }));
+    seen_muted.store(true, std::memory_order_release);
+    auto down_of = [](const grove::monitor_ref& m) {
+      return grove::receive(grove::when([&](const grove::down& d) { return d.ref == m; }, [](grove::down d) { return d; }),
+                            grove::after(patience, [] { return grove::down{}; }));
+    };
+    const grove::down receiver_down = down_of(receiver.monitor);
+    CHECK(receiver_down.reason.text() == "mid_flood");
+    CHECK(down_of(sender.monitor).reason.is_normal());  // it ended: sends to the dead receiver go on
+    CHECK(taken.load(std::memory_order_relaxed) <= exit_at);  // nothing after the signal was taken
+  }
 }

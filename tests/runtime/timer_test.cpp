@@ -174,3 +174,57 @@ TEST_CASE("a timer on a worker busy with a computing process fires at its next s
   CHECK(most >= 0);
   CHECK(most <= 4);
 }
+
+TEST_CASE("a timer on a worker blocked in a syscall fires while every other worker computes, within a round or two of theirs") {
+  // Two workers: one blocked in read(2), the other running a process that computes 5 ms between
+  // yields, so no worker is idle and nobody sleeps in the poller to fire due wheels. The busy worker
+  // must take over the blocked worker's due timer at its next scheduling round. It used to look at
+  // other workers' wheels only every 16th round, so a 2 ms receive timeout waited up to 16 slices
+  // (80 ms); the bound of 4 slices leaves room for a slow machine.
+  grove_test::runtime_fixture rt({.workers = 2});
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  grove_test::computing_process busy(5ms);
+  const auto slices = busy.slices();
+  // The computing process holds a worker before the waiter comes: the waiter goes to the other one.
+  REQUIRE(grove_test::wait_until([&] { return slices->load(std::memory_order_relaxed) > 0; }));
+  struct outcome {
+    bool timed_out = false;
+    bool syscall_over = false;
+    bool same_worker = false;  // the blocker held the worker whose wheel has the timer
+    long slices_passed = -1;   // the computing process's slices between arming and firing
+  };
+  bool checked = false;
+  for (int attempt = 0; attempt < 10 && !checked; ++attempt) {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    auto syscall_over = std::make_shared<std::atomic<bool>>(false);
+    auto blocker_worker = std::make_shared<std::atomic<int>>(-1);
+    const int read_end = fds[0];
+    grove::spawn([=] {
+      const int mine = grove::process_info(grove::self())->worker;
+      grove::spawn([=] {  // into this worker's LIFO slot: runs here when the waiter parks
+        blocker_worker->store(grove::process_info(grove::self())->worker);
+        char c;
+        (void)!::read(read_end, &c, 1);  // holds this worker until the test writes
+        syscall_over->store(true);
+      });
+      const long before = slices->load(std::memory_order_relaxed);  // relaxed: a count
+      const bool timed_out = grove::receive([](tick) { return false; }, grove::after(2ms, [] { return true; }));
+      const long passed = slices->load(std::memory_order_relaxed) - before;
+      grove::send(self, outcome{timed_out, syscall_over->load(), blocker_worker->load() == mine, passed});
+    });
+    const outcome o = grove::receive([](outcome r) { return r; }, grove::after(patience, [] { return outcome{}; }));
+    REQUIRE(::write(fds[1], "x", 1) == 1);
+    CHECK(grove_test::wait_until([&] { return syscall_over->load(); }));
+    ::close(fds[0]);
+    ::close(fds[1]);
+    if (!o.same_worker) continue;
+    checked = true;
+    CHECK(o.timed_out);
+    CHECK_FALSE(o.syscall_over);  // it fired while its worker was still blocked
+    CHECK(o.slices_passed >= 0);
+    CHECK(o.slices_passed <= 4);
+  }
+  CHECK(checked);
+}
