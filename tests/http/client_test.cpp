@@ -245,7 +245,19 @@ TEST_CASE("malformed, truncated and oversized responses are errors, and their co
                           answer{"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", http::errc::closed_early},
                           answer{"", http::errc::closed_early},
                           answer{"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n" + std::string(5000, 'x'), http::errc::message_too_large},
-                          answer{"HTTP/1.1 200 OK\r\nX: " + std::string(5000, 'h') + "\r\nContent-Length: 0\r\n\r\n", http::errc::message_too_large}}) {
+                          answer{"HTTP/1.1 200 OK\r\nX: " + std::string(5000, 'h') + "\r\nContent-Length: 0\r\n\r\n", http::errc::message_too_large},
+                          // two framings of one body: a smuggling attempt, not a response
+                          answer{"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", http::errc::bad_message},
+                          answer{"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n", http::errc::bad_message},
+                          answer{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffffffff\r\n", http::errc::bad_message},
+                          answer{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5000\r\n" + std::string(5000, 'x'), http::errc::message_too_large},
+                          // interim responses without end: their heads add up to past the limit
+                          answer{[] {
+                                   std::string s;
+                                   for (int i = 0; i < 100; ++i) s += "HTTP/1.1 100 Continue\r\n\r\n";
+                                   return s;
+                                 }(),
+                                 http::errc::message_too_large}}) {
     raw_server bad(serve(a.bytes));
     http::client c({.max_response_head_bytes = 1024, .max_response_body_bytes = 1000});
     auto r = c.get(bad.url(), svc::deadline::after(patience));
@@ -262,6 +274,12 @@ TEST_CASE("malformed, truncated and oversized responses are errors, and their co
   auto ch = http::client().get(chunked.url(), svc::deadline::after(patience));
   REQUIRE(ch);
   CHECK(ch->body == "hello world");
+  // An interim 100 Continue is skipped: the call's answer is the final response after it.
+  raw_server interim(serve("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 4\r\n\r\ndone"));
+  auto in = http::client().get(interim.url(), svc::deadline::after(patience));
+  REQUIRE(in);
+  CHECK(in->status == 201);
+  CHECK(in->body == "done");
 }
 
 TEST_CASE("the client never retries on its own; with a policy it retries within the deadline, each retry counted") {

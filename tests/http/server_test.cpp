@@ -3,6 +3,10 @@
 // graceful, by kill, by a supervisor. The peer is a raw socket writing exact bytes.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <cstring>
+#include <ctime>
+
 #include <grove/supervisor.hpp>
 
 #include "http/helpers.hpp"
@@ -48,6 +52,42 @@ TEST_CASE("a keep-alive connection serves request after request, and the client'
   CHECK(client.stats().reused == 2);
   CHECK(srv.stats().connections_accepted == 2);
   CHECK(srv.stop(5s));
+}
+
+TEST_CASE("every response carries the current Date in IMF-fixdate, unless the handler set its own") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  auto srv = start({}, [](const http::request& req, const svc::deadline&) {
+    http::response r{.status = 200, .headers = {}, .body = "ok"};
+    if (req.target == "/own") r.headers.set("Date", "Sun, 06 Nov 1994 08:49:37 GMT");
+    return r;
+  });
+  auto fields_of = [&](const std::string& target) {
+    raw_client c(srv.local_address());
+    c.send("GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n");
+    return c.read_responses(1);
+  };
+  const std::string in = fields_of("/");
+  const std::size_t at = in.find("\r\nDate: ");
+  REQUIRE(at != std::string::npos);
+  CHECK(in.find("\r\nDate: ", at + 1) == std::string::npos);
+  const std::string value = in.substr(at + 8, in.find("\r\n", at + 2) - at - 8);
+  // Read back and written again by the C library in the C locale: the same text (so the weekday
+  // agrees with the date), and the current time within seconds.
+  std::tm tm{};
+  const char* end = ::strptime(value.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  REQUIRE_MESSAGE(end != nullptr, value);
+  CHECK(*end == '\0');
+  const std::time_t t = ::timegm(&tm);
+  std::tm back{};
+  ::gmtime_r(&t, &back);
+  char again[64];
+  CHECK(std::strftime(again, sizeof again, "%a, %d %b %Y %H:%M:%S GMT", &back) == 29);
+  CHECK(value == again);
+  CHECK(std::abs(std::difftime(t, std::time(nullptr))) <= 5);
+  const std::string own = fields_of("/own");
+  CHECK(own.find("\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n") != std::string::npos);
+  CHECK(own.find("\r\nDate: ", own.find("\r\nDate: ") + 1) == std::string::npos);
 }
 
 TEST_CASE("pipelined requests are answered in order, in one connection") {
@@ -102,14 +142,22 @@ TEST_CASE("malformed requests get 400 and the connection is closed; the server s
   for (std::string bad : {std::string("GARBAGE\r\n\r\n"), std::string("GET / HTTP/1.1\r\nHost x\r\n\r\n"),
                           std::string("GET / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello"),
                           std::string("GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"),
-                          std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11)}) {  // a TLS hello
+                          std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11),  // a TLS hello
+                          // request smuggling: two framings of one body (RFC 9112 6.3: reject)
+                          std::string("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+                          std::string("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n"),  // overflows
+                          std::string("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n"),
+                          std::string("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffffffff\r\n"),
+                          std::string("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, gzip\r\n\r\n"),  // chunked not last
+                          std::string("GET / HTTP/1.1\r\nHost: x\r\nX-A: b\0c\r\n\r\n", 37),  // a NUL in a header
+                          std::string("GET / HTTP/1.1\nHost: x\n\r\n")}) {  // bare LF line ends
     raw_client c(srv.local_address());
     c.send(bad);
     const std::string in = c.read_to_end();
     CHECK_MESSAGE(starts_with(in, "HTTP/1.1 400 "), "for " << bad);
     CHECK(c.closed());
   }
-  CHECK(srv.stats().malformed == 5);
+  CHECK(srv.stats().malformed == 12);
   auto r = http::client().get(url_of(srv, "/ok"), svc::deadline::after(patience));
   REQUIRE(r);
   CHECK(r->status == 200);
@@ -150,6 +198,54 @@ TEST_CASE("a head over max_head_bytes gets 431, a body over max_body_bytes 413 b
   }
   CHECK(handled.load() == 1);
   CHECK(srv.stats().too_large == 3);
+}
+
+TEST_CASE("Expect: 100-continue gets a 100 before the body is sent, a 413 instead when the body is too large, another expectation 417") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  std::atomic<int> handled{0};
+  auto srv = start({.max_body_bytes = 1000}, [&](const http::request& req, const svc::deadline&) {
+    handled.fetch_add(1);
+    return http::response{.status = 200, .headers = {}, .body = "got " + req.body};
+  });
+  const std::string continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
+  {
+    // The client sends its head and waits for the 100 (a server without one would leave it waiting),
+    // then its body, on the same connection as a second request.
+    raw_client c(srv.local_address());
+    c.send("POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n");
+    CHECK(c.read_until([&](const std::string& in) { return in.size() >= continue_line.size(); }) == continue_line);
+    c.send("hello");
+    CHECK(c.read_responses(2).find("\r\n\r\ngot hello") != std::string::npos);
+    c.send("POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\nContent-Length: 3\r\n\r\n");  // any case
+    const std::string in = c.read_responses(3);
+    CHECK(in.substr(in.rfind("HTTP/1.1 ")) == continue_line);
+    c.send("abc");
+    CHECK(c.read_responses(4).find("got abc") != std::string::npos);
+  }
+  {
+    raw_client c(srv.local_address());  // the body came with the head: no 100, just the answer
+    c.send("POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi");
+    CHECK(starts_with(c.read_responses(1), "HTTP/1.1 200 "));
+  }
+  {
+    raw_client c(srv.local_address());  // from HTTP/1.0 the expectation is ignored (RFC 9110 10.1.1)
+    c.send("POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi");
+    CHECK(starts_with(c.read_to_end(), "HTTP/1.1 200 "));
+  }
+  {
+    raw_client c(srv.local_address());  // too large: refused before the client sends a byte of it
+    c.send("POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 1001\r\n\r\n");
+    CHECK(starts_with(c.read_to_end(), "HTTP/1.1 413 "));
+    CHECK(c.closed());
+  }
+  {
+    raw_client c(srv.local_address());
+    c.send("POST / HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\nContent-Length: 2\r\n\r\n");
+    CHECK(starts_with(c.read_to_end(), "HTTP/1.1 417 "));
+    CHECK(c.closed());
+  }
+  CHECK(handled.load() == 4);
 }
 
 TEST_CASE("a head that dribbles in past header_timeout gets 408 (slowloris), and an idle connection is closed") {

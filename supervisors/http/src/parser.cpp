@@ -31,6 +31,10 @@ message_parser& self(llhttp_t* p) { return *static_cast<message_parser*>(p->data
 
 // Per field: ": " and CRLF; per line of the head, its CRLF.
 constexpr std::size_t field_overhead = 4;
+// What on_status does not see of a status line and its head's end: "HTTP/1.1 100 ", CRLF, CRLF.
+constexpr std::size_t status_line_bytes = 17;
+// Interim (1xx) responses accepted before a final one.
+constexpr unsigned max_interim_responses = 16;
 
 std::string_view trim_trailing(std::string_view v) {
   while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
@@ -148,6 +152,21 @@ int message_parser::on_body(llhttp_t* p, const char* at, std::size_t n) {
 
 int message_parser::on_message_complete(llhttp_t* p) {
   auto& m = self(p);
+  if (m.kind_ == kind::response && p->status_code >= 100 && p->status_code < 200 && p->status_code != 101) {
+    // An interim response (100 Continue, 103 Early Hints) before the final one: a client must
+    // accept any number of them, asked for or not (RFC 9110 15.2), and answers with the final one.
+    // Their heads count towards max_head_bytes together with the final head, and at most
+    // max_interim_responses come before it (Go's client allows 5), so a peer that sends interim
+    // responses for ever fails the call (head_too_large) instead of holding it until its deadline.
+    const std::size_t interim_head = m.head_bytes_ + status_line_bytes;
+    const unsigned interim = m.interim_ + 1;
+    m.reset_message();
+    m.head_bytes_ = interim_head;
+    m.interim_ = interim;
+    if (interim <= max_interim_responses && interim_head <= m.limits_.max_head_bytes) return 0;
+    m.why_ = failure::head_too_large;
+    return -1;
+  }
   m.done_ = true;
   m.keep_alive_ = llhttp_should_keep_alive(p) != 0;
   return HPE_PAUSED;  // one message per feed (file comment)
@@ -190,6 +209,12 @@ message_parser::state message_parser::finish() {
   return state::failed;
 }
 
+std::string_view message_parser::expectation() const noexcept {
+  if (p_.http_major < 1 || (p_.http_major == 1 && p_.http_minor == 0)) return {};  // RFC 9110 10.1.1: ignored from HTTP/1.0
+  const std::string* v = headers_.find("expect");
+  return v ? std::string_view(*v) : std::string_view();
+}
+
 const char* message_parser::detail() const noexcept {
   switch (why_) {
     case failure::none: return "";
@@ -219,6 +244,7 @@ response message_parser::take_response() {
   r.body = std::move(body_);
   reset_message();
   no_body_ = false;
+  interim_ = 0;
   return r;
 }
 

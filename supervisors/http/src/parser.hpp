@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <grove/http/message.hpp>
 
@@ -44,6 +45,8 @@ class message_parser {
   bool started() const noexcept { return started_; }
   // Whether the current message's head is complete (its body may still be coming).
   bool head_done() const noexcept { return head_done_; }
+  // After head_done(): the request's Expect field ("" without one, or from an HTTP/1.0 client).
+  std::string_view expectation() const noexcept;
   failure why() const noexcept { return why_; }
   const char* detail() const noexcept;  // llhttp's reason for a malformed message
 
@@ -78,6 +81,7 @@ class message_parser {
   bool after_upgrade_ = false;  // llhttp stopped at an Upgrade/CONNECT: the connection cannot go on
   failure why_ = failure::none;
   std::size_t head_bytes_ = 0;
+  unsigned interim_ = 0;  // interim (1xx) responses before the current one
   std::string target_;  // the request target (request) or reason phrase (response)
   http::headers headers_;
   std::string name_, value_;  // the field being read

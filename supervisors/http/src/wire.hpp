@@ -8,9 +8,9 @@
 
 namespace grove::http::internal {
 
-// Appends the response's status line, its headers (the handler's, less the framing fields, which
-// are written here: Content-Length, and Connection: close when `close`), the blank line and, unless
-// `head_only` (a HEAD request), the body.
+// Appends the response's status line, Date (unless the handler set one), its headers (the
+// handler's, less the framing fields, which are written here: Content-Length, and Connection: close
+// when `close`), the blank line and, unless `head_only` (a HEAD request), the body.
 void append_response(std::string& out, const response& r, bool close, bool head_only);
 
 // Appends a request in origin form to `host` (the Host header unless the request has one), with

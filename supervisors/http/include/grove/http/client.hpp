@@ -25,7 +25,8 @@
 // Errors: services::errc::deadline_exceeded, services::errc::pool_full, socket errors as std::errc
 // (connection_refused, connection_reset, ...), http::errc (bad_message, message_too_large,
 // bad_url, closed_early, resolve_failed). An HTTP error status (404, 503) is a response, not a
-// failure. Calls need a calling process (or a scoped_process).
+// failure. Interim responses (100 Continue, 103 Early Hints) before the final one are skipped, up to
+// 16 of them. Calls need a calling process (or a scoped_process).
 #pragma once
 
 #include <array>

@@ -21,7 +21,9 @@
 // 431; a body over max_body_bytes 413 (at once from Content-Length, before reading the body); a
 // head that has not fully come header_timeout after its first byte 408 (slowloris); a connection
 // with no request for idle_timeout is closed silently; over max_connections, a new connection gets
-// 503 and is closed. A client that goes away before its response costs nothing but the handler's
+// 503 and is closed. A request with `Expect: 100-continue` (curl sends it for large uploads) gets
+// a 100 (Continue) once its head has passed these limits, or their answer without one; another
+// expectation 417. A client that goes away before its response costs nothing but the handler's
 // work (counted in stats().disconnects).
 //
 // The server is a process (pid()) that traps exits and is linked to its caller (start_link) or not
