@@ -341,3 +341,38 @@ TEST_CASE("many processes share one client: every call gets its own response") {
   CHECK(right == callers);
   CHECK(c.stats().connects <= 4);
 }
+
+TEST_CASE("a server that answers before it has read the request's body (413, then close) gets its answer to the caller") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  auto srv = start({.max_body_bytes = 1000}, ok);
+  http::client c;
+  // 32 MiB: more than the socket buffers hold, so the client is still writing when the server has
+  // answered and closed; the write fails (EPIPE or a reset), and the answer is in the socket.
+  auto r = c.post(url_of(srv, "/upload"), std::string(32 << 20, 'u'), "application/octet-stream", svc::deadline::after(patience));
+  REQUIRE_MESSAGE(r, r.error().message());
+  CHECK(r->status == 413);
+  auto after = c.get(url_of(srv, "/next"), svc::deadline::after(patience));  // the dropped connection is not reused
+  REQUIRE(after);
+  CHECK(after->status == 200);
+}
+
+TEST_CASE("a server that answers and closes without reading the body still gets its answer to the caller") {
+  // Unlike grove's server (which lingers), this one closes at once with the body unread: its
+  // kernel resets the connection, and the client's write fails. The answer came before the reset,
+  // and the call returns it.
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  raw_server abrupt([](net::stream& s) {
+    if (!read_head(s)) return;
+    (void)s.write_all(std::string_view("HTTP/1.1 413 Content Too Large\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbig!"), patience);
+  });  // closes with the body unread
+  http::client c;
+  for (int i = 0; i < 3; ++i) {
+    auto r = c.post(abrupt.url("/upload"), std::string(32 << 20, 'u'), "application/octet-stream", svc::deadline::after(patience));
+    REQUIRE_MESSAGE(r, r.error().message());
+    CHECK(r->status == 413);
+    CHECK(r->body == "big!");
+  }
+  CHECK(c.stats().in_flight == 0);
+}

@@ -140,8 +140,8 @@ TEST_CASE("malformed requests get 400 and the connection is closed; the server s
   grove::scoped_process me;
   auto srv = start({});
   for (std::string bad : {std::string("GARBAGE\r\n\r\n"), std::string("GET / HTTP/1.1\r\nHost x\r\n\r\n"),
-                          std::string("GET / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello"),
-                          std::string("GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"),
+                          std::string("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello"),
+                          std::string("GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"),
                           std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11),  // a TLS hello
                           // request smuggling: two framings of one body (RFC 9112 6.3: reject)
                           std::string("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
@@ -150,17 +150,47 @@ TEST_CASE("malformed requests get 400 and the connection is closed; the server s
                           std::string("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffffffff\r\n"),
                           std::string("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, gzip\r\n\r\n"),  // chunked not last
                           std::string("GET / HTTP/1.1\r\nHost: x\r\nX-A: b\0c\r\n\r\n", 37),  // a NUL in a header
-                          std::string("GET / HTTP/1.1\nHost: x\n\r\n")}) {  // bare LF line ends
+                          std::string("GET / HTTP/1.1\nHost: x\n\r\n"),  // bare LF line ends
+                          std::string("GET / HTTP/1.1\r\nAccept: */*\r\n\r\n"),  // HTTP/1.1 without Host (RFC 9112 3.2)
+                          std::string("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"),  // two Hosts
+                          std::string("GET / HTTP/1.0\r\nHost: a\r\nhost: b\r\n\r\n")}) {
     raw_client c(srv.local_address());
     c.send(bad);
     const std::string in = c.read_to_end();
     CHECK_MESSAGE(starts_with(in, "HTTP/1.1 400 "), "for " << bad);
     CHECK(c.closed());
   }
-  CHECK(srv.stats().malformed == 12);
+  CHECK(srv.stats().malformed == 15);
   auto r = http::client().get(url_of(srv, "/ok"), svc::deadline::after(patience));
   REQUIRE(r);
   CHECK(r->status == 200);
+}
+
+TEST_CASE("a request without Host is refused with the reason; a target in absolute form reaches the handler in origin form") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  auto srv = start({});  // hello: answers "hello " + the target
+  {
+    raw_client c(srv.local_address());
+    c.send("GET / HTTP/1.1\r\n\r\n");
+    const std::string in = c.read_to_end();
+    CHECK(starts_with(in, "HTTP/1.1 400 "));
+    CHECK(in.find("no Host field") != std::string::npos);
+  }
+  {
+    raw_client c(srv.local_address());  // HTTP/1.0 needs no Host
+    c.send("GET /old HTTP/1.0\r\n\r\n");
+    CHECK(c.read_to_end().find("\r\n\r\nhello /old") != std::string::npos);
+  }
+  raw_client c(srv.local_address());
+  c.send("GET http://example.test:8080/a/b?q=1 HTTP/1.1\r\nHost: example.test:8080\r\n\r\n"
+         "GET HTTP://EXAMPLE.TEST HTTP/1.1\r\nHost: example.test\r\n\r\n"
+         "GET http://example.test?x=2 HTTP/1.1\r\nHost: example.test\r\n\r\n");
+  const std::string in = c.read_responses(3);
+  CHECK(in.find("\r\n\r\nhello /a/b?q=1") != std::string::npos);
+  CHECK(in.find("Content-Length: 7\r\n\r\nhello /HTTP") != std::string::npos);  // the next response's status line follows
+  CHECK(in.find("\r\n\r\nhello /?x=2") != std::string::npos);
+  CHECK(raw_client::count_responses(in) == 3);
 }
 
 TEST_CASE("a head over max_head_bytes gets 431, a body over max_body_bytes 413 before it is read, chunked or not") {

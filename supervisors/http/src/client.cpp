@@ -371,10 +371,19 @@ services::outcome<response> attempt(shared& sh, const url_parts& u, const reques
 
   std::string out;
   internal::append_request(out, req, u.host_port);
+  // A server may answer before it has read the whole request (a 413 for a body it will not take)
+  // and close, and our write then fails: its answer may still be in the socket, so a failed write
+  // is followed by a read (Go's transport does the same), and only without an answer is the
+  // write's error the call's. A connection whose request was not all written is never reused.
+  std::error_code write_error;
   if (auto ec = s.write_all(out, until_of(d))) {
-    if (ec != grove::errc::timeout) sh.io_errors.add();
-    return count(from_net(ec));
+    if (ec == grove::errc::timeout) return count(from_net(ec));
+    write_error = ec;
   }
+  const auto write_failure = [&] {
+    sh.io_errors.add();
+    return count(from_net(write_error));
+  };
   internal::message_parser p(internal::message_parser::kind::response,
                              {sh.options.max_response_head_bytes, sh.options.max_response_body_bytes});
   if (req.method == "HEAD") p.expect_no_body();
@@ -383,6 +392,7 @@ services::outcome<response> attempt(shared& sh, const url_parts& u, const reques
   for (;;) {
     auto n = s.read_some(buf.data(), buf.size(), until_of(d));
     if (!n) {
+      if (write_error) return write_failure();
       if (n.error() != grove::errc::timeout) sh.io_errors.add();
       return count(from_net(n.error()));
     }
@@ -391,6 +401,7 @@ services::outcome<response> attempt(shared& sh, const url_parts& u, const reques
     if (*n == 0) {
       st = p.finish();
       if (st != state::complete) {  // the peer closed before the whole response came
+        if (write_error) return write_failure();
         sh.io_errors.add();
         return count(services::failure(make_error_code(errc::closed_early)));
       }
@@ -400,13 +411,14 @@ services::outcome<response> attempt(shared& sh, const url_parts& u, const reques
       extra = st == state::complete && r.used != *n;
     }
     if (st == state::failed) {
+      if (write_error) return write_failure();
       sh.protocol_errors.add();
       const bool big = p.why() == internal::message_parser::failure::head_too_large ||
                        p.why() == internal::message_parser::failure::body_too_large;
       return count(services::failure(make_error_code(big ? errc::message_too_large : errc::bad_message)));
     }
     if (st == state::complete) {
-      const bool keep = p.keep_alive() && req.keep_alive && !extra;
+      const bool keep = p.keep_alive() && req.keep_alive && !extra && !write_error;
       response resp = p.take_response();
       const std::string* conn = resp.headers.find("connection");
       l.give_back(keep && !(conn && iequals(*conn, "close")));

@@ -133,6 +133,18 @@ int message_parser::on_headers_complete(llhttp_t* p) {
     m.why_ = failure::body_too_large;
     return -1;
   }
+  if (m.kind_ == kind::request) {
+    // RFC 9112 3.2: an HTTP/1.1 request without a Host field, or any request with more than one,
+    // gets 400 (Go's net/http does the same). Several would let a proxy and this server disagree on
+    // which site a request is for.
+    int hosts = 0;
+    for (const auto& f : m.headers_) hosts += iequals(f.name, "host") ? 1 : 0;
+    const bool http10 = p->http_major == 1 && p->http_minor == 0;
+    if (hosts > 1 || (hosts == 0 && !http10)) {
+      m.reason_ = hosts > 1 ? "more than one Host field" : "no Host field in an HTTP/1.1 request";
+      return -1;
+    }
+  }
   if (m.kind_ == kind::response) {
     const int status = p->status_code;
     if (m.no_body_ || status == 204 || status == 304 || (status >= 100 && status < 200)) return 1;  // 1: no body
@@ -222,6 +234,7 @@ const char* message_parser::detail() const noexcept {
     case failure::body_too_large: return "body too large";
     case failure::malformed: break;
   }
+  if (reason_) return reason_;
   const char* r = llhttp_get_error_reason(&p_);
   return r ? r : "malformed message";
 }
@@ -229,6 +242,14 @@ const char* message_parser::detail() const noexcept {
 request message_parser::take_request() {
   request r;
   r.method = llhttp_method_name(static_cast<llhttp_method_t>(p_.method));
+  // A target in absolute form ("http://host/path?q", sent to proxies; a server must accept it, RFC
+  // 9112 3.2.2) reaches the handler in origin form ("/path?q"), as every other target does.
+  if (target_.size() > 7 && (iequals(std::string_view(target_).substr(0, 7), "http://") ||
+                             iequals(std::string_view(target_).substr(0, 8), "https://"))) {
+    const std::size_t authority = target_.find("//") + 2;
+    const std::size_t path = target_.find_first_of("/?", authority);
+    target_ = path == std::string::npos ? "/" : (target_[path] == '?' ? "/" : "") + target_.substr(path);
+  }
   r.target = std::move(target_);
   r.headers = std::move(headers_);
   r.body = std::move(body_);

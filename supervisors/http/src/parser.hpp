@@ -80,6 +80,7 @@ class message_parser {
   bool keep_alive_ = true;
   bool after_upgrade_ = false;  // llhttp stopped at an Upgrade/CONNECT: the connection cannot go on
   failure why_ = failure::none;
+  const char* reason_ = nullptr;  // our own reason for a malformed message (else llhttp's)
   std::size_t head_bytes_ = 0;
   unsigned interim_ = 0;  // interim (1xx) responses before the current one
   std::string target_;  // the request target (request) or reason phrase (response)

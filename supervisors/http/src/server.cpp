@@ -150,6 +150,27 @@ class input_buffer {
   std::size_t size_ = 0, cap_ = 0;
 };
 
+// How long a connection that answered an error and closes goes on reading what its client still
+// sends (linger_and_close).
+constexpr auto linger_time = 2s;
+
+// Closes a connection whose client may still be sending: closing with unread bytes in the socket
+// makes the kernel send a reset, which can discard the answer just written before the client reads
+// it (a client uploading a body the server has refused with 413 saw "connection reset" instead of
+// the 413). So: stop writing (the client reads our answer, then the end), and read and drop what
+// comes until the client closes or `linger_time` has passed (nginx's lingering close, which waits
+// up to 30 s).
+void linger_and_close(net::stream& s) {
+  (void)s.shutdown_write();
+  const auto until = std::chrono::steady_clock::now() + linger_time;
+  char sink[4096];
+  for (;;) {
+    auto n = s.read_some(sink, sizeof sink, until);
+    if (!n || *n == 0) break;
+  }
+  s.close();
+}
+
 class connection {
  public:
   connection(std::shared_ptr<shared> sh, net::stream s, std::list<conn_record>::iterator rec)
@@ -235,7 +256,7 @@ class connection {
         case read_result::data: continue;
         case read_result::nothing_yet:  // the head or body did not come in time (slowloris)
           sh_->timed_out.add();
-          return answer(408, "request timeout\n", true);
+          return answer(408, "request timeout\n", false);
         case read_result::closed: return false;  // a partial request: nobody to answer
       }
     }
@@ -307,12 +328,15 @@ class connection {
     }
   }
 
-  bool answer(int status, std::string body, bool close) {
+  // Answers and closes. `linger`: the client may still be sending the request we refused (its
+  // body, or the rest of a head): linger_and_close. A client too slow for our timeouts (408) is not
+  // waited for again.
+  bool answer(int status, std::string body, bool linger) {
     response r{.status = status, .headers = {}, .body = std::move(body)};
     r.headers.set("Content-Type", "text/plain");
-    internal::append_response(out_, r, close, false);
+    internal::append_response(out_, r, true, false);
     count_response(status);
-    flush();
+    if (flush() && linger) linger_and_close(s_);
     return false;
   }
 
@@ -343,10 +367,9 @@ class connection {
 };
 
 // Answers a connection the server will not serve (503 over max_connections) and closes it. The
-// client has usually sent its request already: closing with it unread would send a reset, which
-// can discard the 503 before the client reads it. So a short-lived process writes the answer,
-// shuts down writing and reads until the client closes (at most 1 s); at most max_lingering such
-// processes at once, past which a connection is closed at once (a flood gets resets, not memory).
+// client has usually sent its request already, so a short-lived process writes the answer and
+// lingers (linger_and_close); at most max_lingering such processes at once, past which a
+// connection is closed at once (a flood gets resets, not memory).
 constexpr std::uint64_t max_lingering = 64;
 
 void refuse(const std::shared_ptr<shared>& sh, net::stream s, int status, std::string_view body) {
@@ -364,14 +387,8 @@ void refuse(const std::shared_ptr<shared>& sh, net::stream s, int status, std::s
       shared& sh;
       ~done() { sh.lingering.sub(); }
     } guard{*keep};
-    const auto until = std::chrono::steady_clock::now() + 1s;
-    if (s.write_all(out, until)) return;
-    (void)s.shutdown_write();
-    char sink[512];
-    for (;;) {
-      auto n = s.read_some(sink, sizeof sink, until);
-      if (!n || *n == 0) return;
-    }
+    if (s.write_all(out, std::chrono::steady_clock::now() + 1s)) return;
+    linger_and_close(s);
   });
   if (!spawned) sh->lingering.sub();  // the lambda and its socket are gone: the client sees the close
 }

@@ -26,7 +26,9 @@
 // (connection_refused, connection_reset, ...), http::errc (bad_message, message_too_large,
 // bad_url, closed_early, resolve_failed). An HTTP error status (404, 503) is a response, not a
 // failure. Interim responses (100 Continue, 103 Early Hints) before the final one are skipped, up to
-// 16 of them. Calls need a calling process (or a scoped_process).
+// 16 of them. A server that answers before it has read the whole request (413 for a large upload)
+// and closes: the call returns that answer, not the failed write's error. Calls need a calling
+// process (or a scoped_process).
 #pragma once
 
 #include <array>

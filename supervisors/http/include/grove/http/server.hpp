@@ -12,19 +12,23 @@
 // Each connection is a process that reads a request, calls the handler in that process (so the
 // handler may block, call servers, make HTTP calls: it parks the process, not a worker), writes the
 // response and goes on with the next request on the same connection (keep-alive; pipelined
-// requests are answered in order). The handler gets the request's deadline: handler_timeout from
-// the moment the request's head came. A handler that throws gets the client a 500 (the exception
-// is logged); a handler that calls grove::exit ends the connection.
+// requests are answered in order). A target in absolute form ("http://host/path", as sent to a
+// proxy) reaches the handler in origin form ("/path"). The handler gets the request's deadline:
+// handler_timeout from the moment the request's head came. A handler that throws gets the client a
+// 500 (the exception is logged); a handler that calls grove::exit ends the connection. Every
+// response carries Date unless the handler set one.
 //
 // Limits, each with its answer (and the connection closed after it, since what follows cannot be
-// trusted): a malformed request 400; a head (request line and header fields) over max_head_bytes
-// 431; a body over max_body_bytes 413 (at once from Content-Length, before reading the body); a
-// head that has not fully come header_timeout after its first byte 408 (slowloris); a connection
-// with no request for idle_timeout is closed silently; over max_connections, a new connection gets
-// 503 and is closed. A request with `Expect: 100-continue` (curl sends it for large uploads) gets
-// a 100 (Continue) once its head has passed these limits, or their answer without one; another
-// expectation 417. A client that goes away before its response costs nothing but the handler's
-// work (counted in stats().disconnects).
+// trusted; except after a 408 the server first reads and drops what the client still sends, for
+// up to 2 s, so that its answer is not lost to a reset): a malformed request 400 (an HTTP/1.1
+// request without Host, or any with two, included); a head (request line and header fields) over
+// max_head_bytes 431; a body over max_body_bytes 413 (at once from Content-Length, before reading
+// the body); a head that has not fully come header_timeout after its first byte 408 (slowloris); a
+// connection with no request for idle_timeout is closed silently; over max_connections, a new
+// connection gets 503 and is closed. A request with `Expect: 100-continue` (curl sends it for
+// large uploads) gets a 100 (Continue) once its head has passed these limits, or their answer
+// without one; another expectation 417. A client that goes away before its response costs nothing
+// but the handler's work (counted in stats().disconnects).
 //
 // The server is a process (pid()) that traps exits and is linked to its caller (start_link) or not
 // (start); it, its acceptor and its connections live in the runtime like any processes (killable,
