@@ -188,6 +188,48 @@ TEST_CASE("a pooled connection the server has closed is not used: the call opens
   CHECK(c.stats().io_errors == 0);
 }
 
+TEST_CASE("a pooled connection the server closes unanswered as a request goes out: a GET is replayed on a new one, a POST is not") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  auto conns = std::make_shared<std::atomic<int>>(0);
+  // Answers the first request on each connection (kept alive), and closes at the second without
+  // a word: a server closing an idle connection just as the client's next request reaches it.
+  raw_server closing([conns](net::stream& s) {
+    const std::string body = "conn " + std::to_string(conns->fetch_add(1) + 1);
+    if (!read_head(s)) return;
+    (void)s.write_all("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body, patience);
+    (void)read_head(s);
+  });
+  http::client c;
+  auto first = c.get(closing.url("/1"), svc::deadline::after(patience));
+  REQUIRE_MESSAGE(first, first.error().message());
+  CHECK(first->body == "conn 1");
+  auto second = c.get(closing.url("/2"), svc::deadline::after(patience));  // connection 1 closes: replayed
+  REQUIRE_MESSAGE(second, second.error().message());
+  CHECK(second->body == "conn 2");
+  CHECK(c.stats().replays == 1);
+  CHECK(c.stats().attempts == 3);
+  CHECK(c.stats().connects == 2);
+  CHECK(c.stats().io_errors == 0);
+
+  // A POST may have been acted on before the close: the caller gets the error, not a second POST.
+  auto post = c.post(closing.url("/3"), "x", "text/plain", svc::deadline::after(patience));  // on connection 2
+  REQUIRE_FALSE(post);
+  CHECK_MESSAGE((post.error() == http::errc::closed_early || post.error() == std::errc::connection_reset), post.error().message());
+  CHECK(c.stats().replays == 1);
+  CHECK(c.stats().io_errors == 1);
+  CHECK(conns->load() == 2);
+
+  // Unless it says it may be sent twice, with an Idempotency-Key.
+  REQUIRE(c.get(closing.url("/4"), svc::deadline::after(patience)));  // connection 3, pooled
+  http::request keyed{.method = "POST", .target = "/", .headers = {}, .body = "x"};
+  keyed.headers.set("Idempotency-Key", "order-7");
+  auto again = c.send(closing.url("/5"), keyed, svc::deadline::after(patience));
+  REQUIRE_MESSAGE(again, again.error().message());
+  CHECK(again->body == "conn 4");
+  CHECK(c.stats().replays == 2);
+}
+
 TEST_CASE("a response with Connection: close is not pooled") {
   grove_test::runtime_fixture rt;
   grove::scoped_process me;
@@ -299,6 +341,7 @@ TEST_CASE("the client never retries on its own; with a policy it retries within 
   CHECK(attempts->load() == 1);
   CHECK(plain.stats().attempts == 1);
   CHECK(plain.stats().retries == 0);
+  CHECK(plain.stats().replays == 0);  // a new connection closed unanswered: the server saw the GET
 
   svc::retry_policy policy{.max_attempts = 3, .initial_backoff = 1ms, .max_backoff = 10ms};
   policy.retry_if = [](const svc::failure& f) { return f.code == http::errc::closed_early; };

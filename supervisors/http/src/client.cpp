@@ -129,7 +129,7 @@ struct client::shared {
   std::unordered_map<std::string, std::unique_ptr<host_pool>> pools;  // guarded by pools_lock; never erased
   std::atomic<std::uint64_t> next_tag{1};  // relaxed: uniqueness only
 
-  internal::tally requests, attempts, retries, responses, in_flight, connects, reused, pool_full, pool_waits, deadline_exceeded,
+  internal::tally requests, attempts, retries, replays, responses, in_flight, connects, reused, pool_full, pool_waits, deadline_exceeded,
       connect_errors, io_errors, protocol_errors;
   internal::latency_histogram latency;
 
@@ -325,7 +325,12 @@ services::outcome<response> client::post(std::string_view url, std::string body,
 
 namespace {
 
-services::outcome<response> attempt(shared& sh, const url_parts& u, const request& req, const services::deadline& d) {
+// One attempt on one connection. `unanswered` is set when it failed on a reused connection that
+// ended (closed, reset, or refused the write) before one byte of the response came: the server
+// closed it as it went idle, and send_with may replay the request. Such a failure is not counted
+// here; send_with counts it as a replay or an I/O error.
+services::outcome<response> attempt(shared& sh, const url_parts& u, const request& req, const services::deadline& d,
+                                    bool& unanswered) {
   sh.attempts.add();
   sh.in_flight.add();
   struct in_flight_guard {
@@ -380,9 +385,15 @@ services::outcome<response> attempt(shared& sh, const url_parts& u, const reques
     if (ec == grove::errc::timeout) return count(from_net(ec));
     write_error = ec;
   }
-  const auto write_failure = [&] {
+  const bool reused = l.reused();
+  bool got_bytes = false;
+  const auto ended = [&](services::failure f) -> services::outcome<response> {
+    if (reused && !got_bytes) {
+      unanswered = true;
+      return f;
+    }
     sh.io_errors.add();
-    return count(from_net(write_error));
+    return count(f);
   };
   internal::message_parser p(internal::message_parser::kind::response,
                              {sh.options.max_response_head_bytes, sh.options.max_response_body_bytes});
@@ -392,26 +403,26 @@ services::outcome<response> attempt(shared& sh, const url_parts& u, const reques
   for (;;) {
     auto n = s.read_some(buf.data(), buf.size(), until_of(d));
     if (!n) {
-      if (write_error) return write_failure();
-      if (n.error() != grove::errc::timeout) sh.io_errors.add();
-      return count(from_net(n.error()));
+      if (write_error) return ended(from_net(write_error));
+      if (n.error() == grove::errc::timeout) return count(from_net(n.error()));
+      return ended(from_net(n.error()));
     }
     state st;
     bool extra = false;  // bytes after the whole response that nobody asked for
     if (*n == 0) {
       st = p.finish();
       if (st != state::complete) {  // the peer closed before the whole response came
-        if (write_error) return write_failure();
-        sh.io_errors.add();
-        return count(services::failure(make_error_code(errc::closed_early)));
+        if (write_error) return ended(from_net(write_error));
+        return ended(services::failure(make_error_code(errc::closed_early)));
       }
     } else {
+      got_bytes = true;
       auto r = p.feed(buf.data(), *n);
       st = r.st;
       extra = st == state::complete && r.used != *n;
     }
     if (st == state::failed) {
-      if (write_error) return write_failure();
+      if (write_error) return ended(from_net(write_error));
       sh.protocol_errors.add();
       const bool big = p.why() == internal::message_parser::failure::head_too_large ||
                        p.why() == internal::message_parser::failure::body_too_large;
@@ -439,11 +450,31 @@ services::outcome<response> client::send_with(std::string_view url, request req,
   if (!u) return services::failure(make_error_code(errc::bad_url));
   if (!u->target.empty()) req.target = u->target;
   if (!req.headers.contains("user-agent") && !sh.options.user_agent.empty()) req.headers.set("User-Agent", sh.options.user_agent);
-  if (!policy) return attempt(sh, *u, req, d);
+  // An idempotent request whose reused connection ended before any of the response came is
+  // replayed at once on another connection (RFC 9112 9.3.1 allows it; Go's transport does the
+  // same, for the same methods): the server closed that connection as it went idle, and the race
+  // between its close and our request is one no caller can avoid. Each replay drops one pooled
+  // connection and a new one is never replayed, so at most max_connections_per_host of them.
+  const bool replayable = req.method == "GET" || req.method == "HEAD" || req.method == "OPTIONS" ||
+                          req.method == "TRACE" || req.headers.contains("idempotency-key") ||
+                          req.headers.contains("x-idempotency-key");
+  auto once = [&](const services::deadline& dd) -> services::outcome<response> {
+    for (std::size_t replays = 0;; ++replays) {
+      bool unanswered = false;
+      auto r = attempt(sh, *u, req, dd, unanswered);
+      if (!unanswered) return r;
+      if (!replayable || replays >= sh.options.max_connections_per_host) {
+        sh.io_errors.add();
+        return r;
+      }
+      sh.replays.add();
+    }
+  };
+  if (!policy) return once(d);
   unsigned tries = 0;
   return services::retry(*policy, d, [&](const services::deadline& dd) {
     if (tries++ > 0) sh.retries.add();
-    return attempt(sh, *u, req, dd);
+    return once(dd);
   });
 }
 
@@ -455,6 +486,7 @@ client_stats client::shared::stats() const {
   s.requests = sh.requests.get();
   s.attempts = sh.attempts.get();
   s.retries = sh.retries.get();
+  s.replays = sh.replays.get();
   s.responses = sh.responses.get();
   s.in_flight = sh.in_flight.get();
   s.connects = sh.connects.get();
@@ -489,6 +521,8 @@ void client::shared::write_metrics(std::string& out) const {
                         {{name, d(s.attempts)}});
   metrics::write_family(out, "grove_http_client_retries_total", kind::counter, "Attempts after a failed one.",
                         {{name, d(s.retries)}});
+  metrics::write_family(out, "grove_http_client_replays_total", kind::counter,
+                        "Idempotent requests replayed after a reused connection closed unanswered.", {{name, d(s.replays)}});
   metrics::write_family(out, "grove_http_client_responses_total", kind::counter, "Attempts that got a whole response.",
                         {{name, d(s.responses)}});
   metrics::write_family(out, "grove_http_client_in_flight", kind::gauge, "Attempts under way.", {{name, d(s.in_flight)}});

@@ -7,7 +7,11 @@
 //
 // One call, one attempt: the client never retries on its own. Pass a services::retry_policy
 // (client_options::retry, or per call) and it retries within the same deadline, each retry counted
-// in the policy's stats and in the client's.
+// in the policy's stats and in the client's. The one exception is the keep-alive race: a server
+// may close an idle connection just as a request goes out on it. A request that is idempotent (GET,
+// HEAD, OPTIONS, TRACE, or one with an Idempotency-Key header: Go's rule) and whose reused
+// connection ended before one byte of the response came is sent again at once on another
+// connection (counted in stats().replays); any other request gets the error.
 //
 // The deadline covers everything: waiting for a pooled connection, resolving the host, connecting,
 // writing the request and reading the whole response. At the deadline the call returns
@@ -67,8 +71,9 @@ struct client_options {
 // Counters since the client was made (relaxed atomics inside: a snapshot may mix moments).
 struct client_stats {
   std::uint64_t requests = 0;          // calls
-  std::uint64_t attempts = 0;          // attempts made (requests + retries)
+  std::uint64_t attempts = 0;          // attempts made (requests + retries + replays)
   std::uint64_t retries = 0;           // attempts after a failed one (only with a retry policy)
+  std::uint64_t replays = 0;           // idempotent requests sent again: a reused connection closed unanswered
   std::uint64_t responses = 0;         // attempts that got a whole response (any status)
   std::size_t in_flight = 0;           // attempts under way now
   std::uint64_t connects = 0;          // connections opened
