@@ -119,6 +119,13 @@ int message_parser::on_header_value(llhttp_t* p, const char* at, std::size_t n) 
 int message_parser::on_header_value_complete(llhttp_t* p) {
   auto& m = self(p);
   if (m.count_head(field_overhead)) return -1;
+  // RFC 9112 5.1: whitespace between a field name and its colon is rejected (llhttp takes it into
+  // the name): "Transfer-Encoding : chunked" is a smuggling vector, a field that a proxy in front
+  // may read as framing and this parser would not.
+  if (!m.name_.empty() && (m.name_.back() == ' ' || m.name_.back() == '\t')) {
+    m.reason_ = "whitespace between a field name and its colon";
+    return -1;
+  }
   m.headers_.add(m.name_, trim_trailing(m.value_));
   m.name_.clear();
   m.value_.clear();
@@ -132,6 +139,29 @@ int message_parser::on_headers_complete(llhttp_t* p) {
   if ((p->flags & F_CONTENT_LENGTH) && p->content_length > m.limits_.max_body_bytes) {
     m.why_ = failure::body_too_large;
     return -1;
+  }
+  if (m.kind_ == kind::request && p->http_major != 1) {  // HTTP/0.9, or an HTTP/2 preface sent in clear
+    m.why_ = failure::unsupported_version;
+    return -1;
+  }
+  if (m.kind_ == kind::request && (p->flags & F_TRANSFER_ENCODING)) {
+    // llhttp has checked that chunked comes last; any other coding (gzip, chunked) would hand the
+    // handler an encoded body it did not ask for: 501, as RFC 9112 6.1 says and Go does.
+    for (const auto& f : m.headers_) {
+      if (!iequals(f.name, "transfer-encoding")) continue;
+      std::string_view v = f.value;
+      while (!v.empty()) {
+        const std::size_t comma = std::min(v.find(','), v.size());
+        std::string_view coding = v.substr(0, comma);
+        v.remove_prefix(std::min(comma + 1, v.size()));
+        while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) coding.remove_prefix(1);
+        coding = trim_trailing(coding);
+        if (!coding.empty() && !iequals(coding, "chunked")) {
+          m.why_ = failure::unsupported_coding;
+          return -1;
+        }
+      }
+    }
   }
   if (m.kind_ == kind::request) {
     // RFC 9112 3.2: an HTTP/1.1 request without a Host field, or any request with more than one,
@@ -232,6 +262,8 @@ const char* message_parser::detail() const noexcept {
     case failure::none: return "";
     case failure::head_too_large: return "header fields too large";
     case failure::body_too_large: return "body too large";
+    case failure::unsupported_version: return "HTTP version not supported";
+    case failure::unsupported_coding: return "transfer coding not implemented";
     case failure::malformed: break;
   }
   if (reason_) return reason_;

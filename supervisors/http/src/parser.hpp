@@ -24,7 +24,9 @@ class message_parser {
  public:
   enum class kind { request, response };
   enum class state { need_more, complete, failed };
-  enum class failure { none, malformed, head_too_large, body_too_large };
+  // unsupported_version: a request not in HTTP/1.x (505); unsupported_coding: a request whose
+  // Transfer-Encoding has a coding other than chunked (501, RFC 9112 6.1).
+  enum class failure { none, malformed, head_too_large, body_too_large, unsupported_version, unsupported_coding };
 
   message_parser(kind k, parse_limits limits);
   message_parser(const message_parser&) = delete;

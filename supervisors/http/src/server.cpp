@@ -322,6 +322,12 @@ class connection {
       case message_parser::failure::body_too_large:
         sh_->too_large.add();
         return answer(413, "content too large\n", true);
+      case message_parser::failure::unsupported_version:
+        sh_->malformed.add();
+        return answer(505, "HTTP version not supported\n", true);
+      case message_parser::failure::unsupported_coding:
+        sh_->malformed.add();
+        return answer(501, "transfer coding not implemented\n", true);
       default:
         sh_->malformed.add();
         return answer(400, fmt::format("bad request: {}\n", parser_.detail()), true);

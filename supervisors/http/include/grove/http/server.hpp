@@ -21,14 +21,15 @@
 // Limits, each with its answer (and the connection closed after it, since what follows cannot be
 // trusted; except after a 408 the server first reads and drops what the client still sends, for
 // up to 2 s, so that its answer is not lost to a reset): a malformed request 400 (an HTTP/1.1
-// request without Host, or any with two, included); a head (request line and header fields) over
-// max_head_bytes 431; a body over max_body_bytes 413 (at once from Content-Length, before reading
-// the body); a head that has not fully come header_timeout after its first byte 408 (slowloris); a
-// connection with no request for idle_timeout is closed silently; over max_connections, a new
-// connection gets 503 and is closed. A request with `Expect: 100-continue` (curl sends it for
-// large uploads) gets a 100 (Continue) once its head has passed these limits, or their answer
-// without one; another expectation 417. A client that goes away before its response costs nothing
-// but the handler's work (counted in stats().disconnects).
+// request without Host, or any with two, or whitespace before a field's colon, included); a
+// version other than HTTP/1.x 505; a transfer coding other than chunked 501; a head (request line
+// and header fields) over max_head_bytes 431; a body over max_body_bytes 413 (at once from
+// Content-Length, before reading the body); a head that has not fully come header_timeout after
+// its first byte 408 (slowloris); a connection with no request for idle_timeout is closed
+// silently; over max_connections, a new connection gets 503 and is closed. A request with
+// `Expect: 100-continue` (curl sends it for large uploads) gets a 100 (Continue) once its head
+// has passed these limits, or their answer without one; another expectation 417. A client that
+// goes away before its response costs nothing but the handler's work (stats().disconnects).
 //
 // The server is a process (pid()) that traps exits and is linked to its caller (start_link) or not
 // (start); it, its acceptor and its connections live in the runtime like any processes (killable,
@@ -93,7 +94,7 @@ struct server_stats {
   std::uint64_t requests = 0;             // requests whose head was read
   std::size_t in_flight = 0;              // in their handler or being written now
   std::array<std::uint64_t, 6> responses_by_class{};  // [1]..[5]: 1xx..5xx written
-  std::uint64_t malformed = 0;            // 400
+  std::uint64_t malformed = 0;            // 400; 501 and 505 (a transfer coding or HTTP version not spoken)
   std::uint64_t too_large = 0;            // 413 and 431
   std::uint64_t timed_out = 0;            // 408, and idle connections closed
   std::uint64_t handler_exceptions = 0;   // 500 for a handler that threw
