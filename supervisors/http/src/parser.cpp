@@ -41,6 +41,18 @@ std::string_view trim_trailing(std::string_view v) {
   return v;
 }
 
+// Whether a Transfer-Encoding field's value lists no coding but chunked ("chunked", " Chunked ").
+bool only_chunked(std::string_view v) {
+  while (!v.empty()) {
+    const std::size_t comma = std::min(v.find(','), v.size());
+    std::string_view coding = trim_trailing(v.substr(0, comma));
+    v.remove_prefix(std::min(comma + 1, v.size()));
+    while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) coding.remove_prefix(1);
+    if (!coding.empty() && !iequals(coding, "chunked")) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 const llhttp_settings_t& message_parser::settings() {
@@ -140,36 +152,25 @@ int message_parser::on_headers_complete(llhttp_t* p) {
     m.why_ = failure::body_too_large;
     return -1;
   }
-  if (m.kind_ == kind::request && p->http_major != 1) {  // HTTP/0.9, or an HTTP/2 preface sent in clear
-    m.why_ = failure::unsupported_version;
-    return -1;
-  }
-  if (m.kind_ == kind::request && (p->flags & F_TRANSFER_ENCODING)) {
-    // llhttp has checked that chunked comes last; any other coding (gzip, chunked) would hand the
-    // handler an encoded body it did not ask for: 501, as RFC 9112 6.1 says and Go does.
-    for (const auto& f : m.headers_) {
-      if (!iequals(f.name, "transfer-encoding")) continue;
-      std::string_view v = f.value;
-      while (!v.empty()) {
-        const std::size_t comma = std::min(v.find(','), v.size());
-        std::string_view coding = v.substr(0, comma);
-        v.remove_prefix(std::min(comma + 1, v.size()));
-        while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) coding.remove_prefix(1);
-        coding = trim_trailing(coding);
-        if (!coding.empty() && !iequals(coding, "chunked")) {
-          m.why_ = failure::unsupported_coding;
-          return -1;
-        }
-      }
-    }
-  }
   if (m.kind_ == kind::request) {
+    if (p->http_major != 1) {  // HTTP/0.9, or an HTTP/2 preface sent in clear
+      m.why_ = failure::unsupported_version;
+      return -1;
+    }
     // RFC 9112 3.2: an HTTP/1.1 request without a Host field, or any request with more than one,
     // gets 400 (Go's net/http does the same). Several would let a proxy and this server disagree on
-    // which site a request is for.
+    // which site a request is for. Transfer codings: llhttp has checked that chunked comes last;
+    // any other coding (gzip, chunked) would hand the handler an encoded body it did not ask for:
+    // 501, as RFC 9112 6.1 says and Go does.
     int hosts = 0;
-    for (const auto& f : m.headers_) hosts += iequals(f.name, "host") ? 1 : 0;
-    const bool http10 = p->http_major == 1 && p->http_minor == 0;
+    for (const auto& f : m.headers_) {
+      hosts += iequals(f.name, "host") ? 1 : 0;
+      if (iequals(f.name, "transfer-encoding") && !only_chunked(f.value)) {
+        m.why_ = failure::unsupported_coding;
+        return -1;
+      }
+    }
+    const bool http10 = p->http_minor == 0;
     if (hosts > 1 || (hosts == 0 && !http10)) {
       m.reason_ = hosts > 1 ? "more than one Host field" : "no Host field in an HTTP/1.1 request";
       return -1;
