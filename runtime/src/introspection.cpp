@@ -392,6 +392,7 @@ system_details system_info() {
   s.stack_slots = rt->slots.count();
   s.stack_bytes = rt->slots.stack_bytes();
   s.stack_image_copies = rt->slots.image_copies();
+  s.stack_image_differences = rt->slots.image_differences();
   for (auto& w : rt->workers) {
     worker_details d;
     d.run_queue_length = w->local.size() + (w->runnext.load(std::memory_order_relaxed) ? 1 : 0);  // a snapshot

@@ -126,6 +126,9 @@ std::string prometheus_text() {
     write_family(out, "grove_stack_image_copies_total", kind::counter,
                  "Parked stacks copied out of an execution stack to make room for another process.",
                  {{"", d(s.stack_image_copies)}});
+    write_family(out, "grove_stack_image_differences_total", kind::counter,
+                 "Of the stacks copied out, those kept as their difference from another stack's image.",
+                 {{"", d(s.stack_image_differences)}});
     write_family(out, "grove_resources_in_use", kind::gauge, "What live and exiting processes hold (resources_in_use).",
                  {{label("kind", "processes"), d(u.processes)},
                   {label("kind", "stack_images"), d(u.stack_images)},

@@ -57,6 +57,9 @@ inline constexpr std::uint8_t exiting_activity = 0xFF;
 inline constexpr std::size_t stack_unit_bytes = 64;
 inline constexpr std::uint16_t no_home = 0xFFFF;
 inline constexpr std::size_t inline_entry_bytes = 32;
+inline constexpr std::uint32_t image_is_difference = 1u << 31;  // in process::image_capacity
+inline constexpr std::uint32_t image_is_out = 1u << 30;         // likewise: it holds the stack
+inline constexpr std::uint32_t image_flags = image_is_difference | image_is_out;
 
 // Cold per-process state, allocated on first use.
 struct process_extra {
@@ -131,7 +134,10 @@ struct alignas(64) process {
   // ---- slot (stack_slots.hpp) ----
   void* image = nullptr;                   // slot: saved stack image while not resident
   std::uint32_t image_bytes = 0;           // slot: its live size (0: none saved)
-  std::uint32_t image_capacity = 0;        // slot: allocated size of `image`
+  // slot: allocated size of `image`, with image_is_out while `image` holds its stack (it is not
+  // resident), and image_is_difference when that is kept as its difference from a reference image of
+  // its slot (stack_slots.hpp) instead of the image itself.
+  std::uint32_t image_capacity = 0;
 
   grove::pid id() const noexcept { return pid::from_bits(pid_bits.load(std::memory_order_relaxed)); }
   // The one reset of a reused PCB's per-incarnation state, by process_table::allocate before the new

@@ -10,6 +10,9 @@
 #include <cstring>
 #include <new>
 
+#include <grove/introspection.hpp>
+
+#include "image_delta.hpp"
 #include "memory.hpp"
 #include "process.hpp"
 #include "resources.hpp"
@@ -147,7 +150,12 @@ stack_slots::stack_slots(unsigned count, std::size_t stack_bytes, unsigned worke
   if (share_ == 0) share_ = 1;
 }
 
-stack_slots::~stack_slots() { release_region(region_, region_bytes_); }
+stack_slots::~stack_slots() {
+  for (slot& s : slots_)
+    for (reference& r : s.refs)
+      if (r.data) images_.free(0, r.data, image_pool::capacity_for(r.bytes));
+  release_region(region_, region_bytes_);
+}
 
 void* stack_slots::stack_top(const process* p) const noexcept { return top_of(p->slot); }
 
@@ -277,33 +285,117 @@ process* stack_slots::release(process* p) noexcept {
   return waiters;
 }
 
-void stack_slots::evict(slot& s, process* q, unsigned worker) {
-  char* top = top_of(q->slot);
-  char* sp = static_cast<char*>(q->ctx.fctx);
-  std::size_t live = static_cast<std::size_t>(top - sp);
-  std::size_t need = live;
-#if GROVE_ASAN
-  need += live / 8;  // the shadow bytes travel with the image
-#endif
-  if (need > q->image_capacity) {
+// The reference of this size in s, made from this image if s has none and has room (a free entry,
+// or one whose images have all resumed); -1 if none. The caller holds s.
+int stack_slots::reference_for(slot& s, const unsigned char* sp, std::size_t live, unsigned worker) noexcept {
+  int vacant = -1;
+  for (unsigned i = 0; i < references_per_slot; ++i) {
+    reference& r = s.refs[i];
+    if (r.data && r.bytes == live) return static_cast<int>(i);
+    if (vacant < 0 && (!r.data || r.users == 0)) vacant = static_cast<int>(i);
+  }
+  if (vacant < 0) return -1;
+  reference& r = s.refs[vacant];
+  unsigned char* fresh;
+  try {
+    fresh = static_cast<unsigned char*>(images_.allocate(worker, image_pool::capacity_for(live)));
+  } catch (const std::bad_alloc&) {
+    return -1;  // the image is kept whole
+  }
+  if (r.data) images_.free(worker, r.data, image_pool::capacity_for(r.bytes));
+  std::memcpy(fresh, sp, live);
+  r.data = fresh;
+  r.bytes = static_cast<std::uint32_t>(live);
+  r.users = 0;
+  return vacant;
+}
+
+// Parked on a timer or a socket (process::activity, grove::wait_reason), not on a message: see
+// stack_slots.hpp, "Images as differences". Relaxed: the owner stored it before it parked, and the
+// slot's acquire (its holder's release) orders that store before this read.
+static bool waits_for_outside(const process* q) noexcept {
+  const auto why = static_cast<wait_reason>(q->activity.load(std::memory_order_relaxed));
+  return why == wait_reason::sleep || why == wait_reason::io;
+}
+
+// Room for `need` bytes in q's image (its old one if large enough); q's capacity is set without
+// flags. Throws std::bad_alloc, with nothing changed.
+unsigned char* stack_slots::image_room(process* q, std::size_t need, unsigned worker) {
+  std::uint32_t capacity = q->image_capacity & ~image_flags;
+  if (need > capacity) {
     std::size_t cap = image_pool::capacity_for(need);
     void* fresh = images_.allocate(worker, cap);  // may throw: nothing has changed yet
     if (q->image) {
-      images_.free(worker, q->image, q->image_capacity);
+      images_.free(worker, q->image, capacity);
     } else {
       count_up(resources().stack_images);
     }
     q->image = fresh;
-    q->image_capacity = static_cast<std::uint32_t>(cap);
+    capacity = static_cast<std::uint32_t>(cap);
   }
+  q->image_capacity = capacity;
+  return static_cast<unsigned char*>(q->image);
+}
+
+inline __attribute__((always_inline)) void stack_slots::evict(slot& s, process* q, unsigned worker) {
+  char* top = top_of(q->slot);
+  char* sp = static_cast<char*>(q->ctx.fctx);
+  std::size_t live = static_cast<std::size_t>(top - sp);
+  if (live <= max_reference_bytes && s.images_out >= dense_images_out && waits_for_outside(q)) {
+    evict_as_difference(s, q, sp, live, worker);
+  } else {
+    std::size_t need = live;
 #if GROVE_ASAN
-  copy_shadow(static_cast<unsigned char*>(q->image) + live, shadow_of(sp), live / 8);
-  __asan_unpoison_memory_region(sp, live);  // its frames' redzones no longer describe this memory
+    need += live / 8;  // the shadow bytes travel with the image
 #endif
-  std::memcpy(q->image, sp, live);
+    unsigned char* image = image_room(q, need, worker);
+#if GROVE_ASAN
+    copy_shadow(image + live, shadow_of(sp), live / 8);
+    __asan_unpoison_memory_region(sp, live);  // its frames' redzones no longer describe this memory
+#endif
+    std::memcpy(image, sp, live);
+    q->image_capacity |= image_is_out;
+  }
   q->image_bytes = static_cast<std::uint32_t>(live);
+  ++s.images_out;
   s.resident = nullptr;
   copies_.fetch_add(1, std::memory_order_relaxed);  // statistics only
+}
+
+// evict() for a small image in a dense slot: as its difference from the slot's reference if that
+// is at most half its size, else whole.
+__attribute__((noinline)) void stack_slots::evict_as_difference(slot& s, process* q, char* sp, std::size_t live, unsigned worker) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(sp);
+#if GROVE_ASAN
+  // The shadow is read before the stack is unpoisoned (its frames' redzones no longer describe this
+  // memory once it is out), and the stack after.
+  unsigned char shadow[max_reference_bytes / 8];
+  copy_shadow(shadow, shadow_of(sp), live / 8);
+  __asan_unpoison_memory_region(sp, live);
+#endif
+  unsigned char difference[1 + max_reference_bytes / 2];
+  std::size_t difference_bytes = 0;
+  const int ref = reference_for(s, bytes, live, worker);
+  if (ref >= 0) difference_bytes = image_delta::encode(s.refs[ref].data, bytes, live, difference + 1, live / 2);
+  const std::size_t stored = difference_bytes ? 1 + difference_bytes : live;
+  std::size_t need = stored;
+#if GROVE_ASAN
+  need += live / 8;
+#endif
+  unsigned char* image = image_room(q, need, worker);
+#if GROVE_ASAN
+  std::memcpy(image + stored, shadow, live / 8);
+#endif
+  if (difference_bytes) {
+    difference[0] = static_cast<unsigned char>(ref);
+    std::memcpy(image, difference, stored);
+    ++s.refs[ref].users;
+    q->image_capacity |= image_is_out | image_is_difference;
+    differences_.fetch_add(1, std::memory_order_relaxed);  // statistics only
+  } else {
+    std::memcpy(image, bytes, live);
+    q->image_capacity |= image_is_out;
+  }
 }
 
 void stack_slots::make_resident(process* p, unsigned worker) {
@@ -313,11 +405,25 @@ void stack_slots::make_resident(process* p, unsigned worker) {
   if (p->started) {
     char* top = top_of(p->slot);
     char* sp = top - p->image_bytes;
-    std::memcpy(sp, p->image, p->image_bytes);
+    auto* out = reinterpret_cast<unsigned char*>(sp);
+    const auto* image = static_cast<const unsigned char*>(p->image);
+    const unsigned char* rest;  // what follows the stored stack bytes (the shadow, under ASan)
+    if (p->image_capacity & image_is_difference) {
+      reference& r = s.refs[image[0]];
+      rest = image_delta::decode(r.data, image + 1, p->image_bytes, out);
+      --r.users;
+    } else {
+      std::memcpy(out, image, p->image_bytes);
+      rest = image + p->image_bytes;
+    }
 #if GROVE_ASAN
-    copy_shadow(shadow_of(sp), static_cast<unsigned char*>(p->image) + p->image_bytes, p->image_bytes / 8);
+    copy_shadow(shadow_of(sp), rest, p->image_bytes / 8);
+#else
+    (void)rest;
 #endif
   }
+  if (p->image_capacity & image_is_out) --s.images_out;
+  p->image_capacity &= ~image_flags;
   s.resident = p;
 }
 
@@ -333,8 +439,10 @@ void stack_slots::forget(process* p, unsigned worker) noexcept {
     __asan_unpoison_memory_region(top_of(p->slot) - stack_bytes_, stack_bytes_);  // its last frames never returned
 #endif
   }
+  if (p->image_capacity & image_is_difference) --s.refs[static_cast<unsigned char*>(p->image)[0]].users;
+  if (p->image_capacity & image_is_out) --s.images_out;
   if (p->image) {
-    images_.free(worker, p->image, p->image_capacity);
+    images_.free(worker, p->image, p->image_capacity & ~image_flags);
     count_down(resources().stack_images);
   }
   p->image = nullptr;

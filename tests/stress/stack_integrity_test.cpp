@@ -334,3 +334,70 @@ TEST_CASE("a process with a 100 KB stack parks and resumes intact while others r
   CHECK(shallow_ok == shallow);
   CHECK(grove::system_info().stack_image_copies > 0);
 }
+
+namespace {
+
+// What a sleeper holds in its frames: values that differ from its neighbours' by a little (its index,
+// a deadline), by the extremes of 64-bit arithmetic, and pointers into its own stack.
+struct sleeper_frame {
+  std::uint64_t index;
+  std::uint64_t low;      // 0 for even indices, UINT64_MAX for odd ones: a difference of -1 or +1
+  std::uint64_t high;     // INT64_MIN + index
+  std::uint64_t* self;    // points at `index`
+  std::uint64_t words[6];
+};
+
+// Parks `depth` frames deep (each level a frame of its own), so sleepers of one slot park with
+// several image sizes: more than a slot keeps references for.
+__attribute__((noinline)) bool sleep_at_depth(int depth, std::uint64_t index, std::chrono::microseconds d) {
+  volatile std::uint64_t mark = index * 3 + static_cast<std::uint64_t>(depth);
+  bool ok;
+  if (depth > 0) {
+    ok = sleep_at_depth(depth - 1, index, d);
+  } else {
+    grove::sleep_for(d);
+    ok = true;
+  }
+  return ok && mark == index * 3 + static_cast<std::uint64_t>(depth);
+}
+
+}  // namespace
+
+TEST_CASE("sleepers sharing an execution stack are kept as differences from one another, and each resumes with its own values") {
+  // Two execution stacks for hundreds of sleepers: every slot is dense, so the images of processes
+  // waiting on a timer are kept as their difference from the slot's reference image
+  // (runtime/src/image_delta.hpp). Each holds values that differ from its neighbours' in a few words,
+  // parks at one of six depths, and checks everything after every resume.
+  grove_test::runtime_fixture rt({.stack_slots = 2});
+  grove::scoped_process me;
+  const grove::pid main = me.pid();
+  const std::uint32_t n = 600 * grove_test::stress_scale() / tsan_divisor;
+  const auto differences_before = grove::system_info().stack_image_differences;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    grove::spawn([main, i] {
+      sleeper_frame f{i, i % 2 ? ~std::uint64_t{0} : 0, (std::uint64_t{1} << 63) + i, nullptr, {}};
+      f.self = &f.index;
+      fill(f.words, 6, i);
+      bool ok = true;
+      for (std::uint32_t round = 0; round < 4; ++round) {
+        ok = sleep_at_depth(static_cast<int>((i + round) % 6), i, std::chrono::milliseconds(1 + (i + round) % 5)) && ok;
+        ok = ok && f.index == i && f.low == (i % 2 ? ~std::uint64_t{0} : 0) && f.high == (std::uint64_t{1} << 63) + i &&
+             f.self == &f.index && *f.self == i && intact(f.words, 6, i);
+      }
+      grove::send(main, std::pair<std::uint32_t, bool>{i, ok});
+    });
+  }
+  std::uint32_t reports = 0, intact_count = 0;
+  for (std::uint32_t k = 0; k < n; ++k) {
+    const bool got = grove::receive([&](const std::pair<std::uint32_t, bool>& r) { intact_count += r.second; return true; },
+                                    grove::after(patience, [] { return false; }));
+    if (!got) break;
+    ++reports;
+  }
+  REQUIRE(reports == n);
+  CHECK(intact_count == n);
+  const auto info = grove::system_info();
+  const std::uint64_t differences = info.stack_image_differences - differences_before;
+  CHECK(differences > 0);  // the difference path ran
+  MESSAGE(differences << " of " << info.stack_image_copies << " evicted images kept as differences");
+}

@@ -158,6 +158,8 @@ struct system_details {
   std::size_t stack_slots = 0;         // execution stacks
   std::size_t stack_bytes = 0;         // size of each
   std::uint64_t stack_image_copies = 0;// parked stacks copied out to make room (see scheduler.cpp)
+  // Of those, the ones kept as their difference from another image (runtime/src/image_delta.hpp).
+  std::uint64_t stack_image_differences = 0;
   std::vector<worker_details> workers;
   // Totals over the workers.
   std::uint64_t context_switches = 0;

@@ -6,7 +6,8 @@
 //
 // The runtime's own, read without stopping anything (system_info, resources_in_use):
 //   grove_processes, grove_process_limit, grove_processes_spawned_total, grove_dead_letters_total,
-//   grove_global_queue_length, grove_stack_image_copies_total, grove_resources_in_use{kind},
+//   grove_global_queue_length, grove_stack_image_copies_total,
+//   grove_stack_image_differences_total, grove_resources_in_use{kind},
 //   per worker (label worker="N"): grove_worker_run_queue_length, grove_worker_context_switches_total,
 //   grove_worker_steals_total, grove_worker_parks_total, grove_worker_timers_fired_total;
 //   grove_trace_recording (1 while grove/trace.hpp records).
