@@ -60,6 +60,10 @@ inline constexpr std::size_t inline_entry_bytes = 32;
 inline constexpr std::uint32_t image_is_difference = 1u << 31;  // in process::image_capacity
 inline constexpr std::uint32_t image_is_out = 1u << 30;         // likewise: it holds the stack
 inline constexpr std::uint32_t image_flags = image_is_difference | image_is_out;
+// So that no capacity reaches the flags (an image is at most the stack plus its ASan shadow, 9/8 of
+// it); runtime_config::stack_bytes is checked against it.
+inline constexpr std::size_t max_stack_bytes = std::size_t{256} << 20;
+static_assert(max_stack_bytes / 8 * 9 + 4096 < image_is_out);
 
 // Cold per-process state, allocated on first use.
 struct process_extra {

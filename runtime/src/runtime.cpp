@@ -134,6 +134,8 @@ runtime_config normalise(runtime_config c) {
   if (c.process_limit < 1 || c.process_limit > (std::size_t{1} << 31))
     throw error(errc::bad_argument, "runtime_config::process_limit must be in [1, 2^31]");
   if (c.stack_bytes < 16 * 1024) throw error(errc::bad_argument, "runtime_config::stack_bytes below 16 KiB");
+  // A stack image's capacity keeps two flags in the top bits of 32 (process.hpp, image_is_out).
+  if (c.stack_bytes > max_stack_bytes) throw error(errc::bad_argument, "runtime_config::stack_bytes above 256 MiB");
   // 512 per worker, at most 8,192 (each slot is 2 kernel mappings: guard + stack; the default
   // vm.max_map_count is 65,530). Measured on bench/grove/ring (1,000 processes, 1 worker, callgrind):
   // 980 instructions per hop with 64 slots per worker (every hop copies stack images out and in),

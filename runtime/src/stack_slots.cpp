@@ -366,14 +366,14 @@ inline __attribute__((always_inline)) void stack_slots::evict(slot& s, process* 
 // is at most half its size, else whole.
 __attribute__((noinline)) void stack_slots::evict_as_difference(slot& s, process* q, char* sp, std::size_t live, unsigned worker) {
   const auto* bytes = reinterpret_cast<const unsigned char*>(sp);
+  unsigned char* difference = cursors_[worker].difference;
 #if GROVE_ASAN
   // The shadow is read before the stack is unpoisoned (its frames' redzones no longer describe this
   // memory once it is out), and the stack after.
-  unsigned char shadow[max_reference_bytes / 8];
+  unsigned char* shadow = cursors_[worker].shadow;
   copy_shadow(shadow, shadow_of(sp), live / 8);
   __asan_unpoison_memory_region(sp, live);
 #endif
-  unsigned char difference[1 + max_reference_bytes / 2];
   std::size_t difference_bytes = 0;
   const int ref = reference_for(s, bytes, live, worker);
   if (ref >= 0) difference_bytes = image_delta::encode(s.refs[ref].data, bytes, live, difference + 1, live / 2);
@@ -382,9 +382,17 @@ __attribute__((noinline)) void stack_slots::evict_as_difference(slot& s, process
 #if GROVE_ASAN
   need += live / 8;
 #endif
-  unsigned char* image = image_room(q, need, worker);
 #if GROVE_ASAN
+  unsigned char* image;
+  try {
+    image = image_room(q, need, worker);
+  } catch (...) {
+    copy_shadow(shadow_of(sp), shadow, live / 8);  // it stays resident, as it was
+    throw;
+  }
   std::memcpy(image + stored, shadow, live / 8);
+#else
+  unsigned char* image = image_room(q, need, worker);
 #endif
   if (difference_bytes) {
     difference[0] = static_cast<unsigned char>(ref);

@@ -153,6 +153,12 @@ class stack_slots {
     unsigned vacated_top = 0;           // vacated[(vacated_top - 1) % capacity] is the newest
     unsigned vacated_count = 0;         // at most vacated_capacity
     std::uint32_t vacated[vacated_capacity] = {};  // slots emptied by exits on that worker
+    // Scratch for evict_as_difference: the encoding, and under ASan the shadow, of the image being
+    // evicted. Here and not on the stack: a hand-off evicts on the parking process's own stack.
+    unsigned char difference[1 + max_reference_bytes / 2];
+#if GROVE_ASAN
+    unsigned char shadow[max_reference_bytes / 8];
+#endif
   };
 
   bool try_take(slot& s) noexcept;

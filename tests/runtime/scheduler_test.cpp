@@ -190,6 +190,23 @@ TEST_CASE("a process spawned after another exits takes its execution stack, and 
   for (grove::pid p : parked) grove::send(p, go{});
 }
 
+TEST_CASE("runtime_config::stack_bytes takes 16 KiB to 256 MiB; outside that the runtime refuses to start") {
+  for (std::size_t bytes : {std::size_t{16 * 1024 - 1}, (std::size_t{256} << 20) + 1, std::size_t{4} << 30}) {
+    try {
+      grove::runtime rt(grove::runtime_config{.workers = 1, .stack_bytes = bytes});
+      FAIL("a runtime started with stack_bytes " << bytes);
+    } catch (const grove::error& e) {
+      CHECK(e.code() == grove::errc::bad_argument);
+      CHECK(std::string(e.what()).find("stack_bytes") != std::string::npos);
+    }
+  }
+  grove_test::runtime_fixture rt(grove::runtime_config{.workers = 1, .stack_bytes = std::size_t{256} << 20, .stack_slots = 4});
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  grove::spawn([self] { grove::send(self, 1); });
+  CHECK(grove::receive([](int v) { return v; }, grove::after(grove_test::patience, [] { return 0; })) == 1);
+}
+
 TEST_CASE("runtime_config::max_idle_spin takes 0 to 100 ms; outside that the runtime refuses to start") {
   CHECK_THROWS_AS(grove::runtime(grove::runtime_config{.workers = 1, .max_idle_spin = std::chrono::microseconds(-1)}), grove::error);
   CHECK_THROWS_AS(grove::runtime(grove::runtime_config{.workers = 1, .max_idle_spin = std::chrono::milliseconds(101)}), grove::error);

@@ -37,8 +37,8 @@ struct runtime_config {
   // Live processes at most, scoped_processes included; a spawn past it fails with errc::process_limit.
   // BEAM's default (+P). Reserving the table costs ~256 bytes of address space (not memory) per entry.
   std::size_t process_limit = std::size_t{1} << 20;
-  // The deepest stack any process may use, in bytes. Each execution stack is this size plus a guard
-  // page; a process that overflows it hits the guard page (SIGSEGV, named on stderr).
+  // The deepest stack any process may use, in bytes: 16 KiB to 256 MiB. Each execution stack is this
+  // size plus a guard page; a process that overflows it hits the guard page (SIGSEGV, named on stderr).
   std::size_t stack_bytes = 256 * 1024;
   // Execution stacks shared by all workers (see runtime/src/stack_slots.hpp). 0: 512 per worker, at
   // most 8,192. More stacks mean fewer stack-image copies when many processes take turns; each costs
