@@ -8,7 +8,8 @@
 // Expected output (figures vary by machine):
 //   spawned 1000000 sleeping processes in 0.52 s (0.52 µs each)
 //   alive (runtime's count): 1000002 = 1000000 sleepers + spawner + this thread
-//   resident memory: 412 bytes per process (VmRSS +412 MB)
+//   resident memory: 301 bytes per process (VmRSS +286 MB)
+//   stack image copies so far: 999038, 982594 of them kept as differences (1024 execution stacks)
 //   stopped: 1000000 processes shut down in 0.61 s
 #include <atomic>
 #include <chrono>
@@ -66,7 +67,8 @@ int main(int argc, char** argv) {
   fmt::print("spawned {} sleeping processes in {:.2f} s ({:.2f} µs each)\n", n, seconds, seconds * 1e6 / static_cast<double>(n));
   fmt::print("alive (runtime's count): {} = {} sleepers + spawner + this thread\n", info.process_count, n);
   fmt::print("resident memory: {:.0f} bytes per process (VmRSS +{} MB)\n", bytes_per, (rss_after - rss_before) / 1024);
-  fmt::print("stack image copies so far: {} ({} execution stacks)\n", info.stack_image_copies, info.stack_slots);
+  fmt::print("stack image copies so far: {}, {} of them kept as differences ({} execution stacks)\n",
+             info.stack_image_copies, info.stack_image_differences, info.stack_slots);
   std::fflush(stdout);
   me.reset();  // a scoped_process alive at stop would keep the runtime's memory until destroyed
   const auto t1 = clock::now();
