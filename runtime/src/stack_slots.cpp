@@ -378,21 +378,17 @@ __attribute__((noinline)) void stack_slots::evict_as_difference(slot& s, process
   const int ref = reference_for(s, bytes, live, worker);
   if (ref >= 0) difference_bytes = image_delta::encode(s.refs[ref].data, bytes, live, difference + 1, live / 2);
   const std::size_t stored = difference_bytes ? 1 + difference_bytes : live;
-  std::size_t need = stored;
-#if GROVE_ASAN
-  need += live / 8;
-#endif
 #if GROVE_ASAN
   unsigned char* image;
   try {
-    image = image_room(q, need, worker);
+    image = image_room(q, stored + live / 8, worker);  // the shadow travels after the stored bytes
   } catch (...) {
     copy_shadow(shadow_of(sp), shadow, live / 8);  // it stays resident, as it was
     throw;
   }
   std::memcpy(image + stored, shadow, live / 8);
 #else
-  unsigned char* image = image_room(q, need, worker);
+  unsigned char* image = image_room(q, stored, worker);
 #endif
   if (difference_bytes) {
     difference[0] = static_cast<unsigned char>(ref);
