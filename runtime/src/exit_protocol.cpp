@@ -196,6 +196,10 @@ void act_on_exit(process* p, bool blocking) {
 }
 
 void exit_process(runtime_state* rt, process* p, const exit_reason& reason) noexcept {
+  // Recorded before anyone can learn of the exit (step 1 makes a monitor answer noproc at once), so
+  // that a trace read by whoever learnt of it holds the exit.
+  if (tracing(event_kind::exit, p)) [[unlikely]]
+    record(event_kind::exit, static_cast<std::uint8_t>(reason.what_kind()), 0, p->id().bits(), intern_reason_text(reason));
   p->exiting = true;
   p->activity.store(exiting_activity, std::memory_order_relaxed);  // published for introspection
   p->in_exit_protocol = true;
@@ -208,8 +212,6 @@ void exit_process(runtime_state* rt, process* p, const exit_reason& reason) noex
   // 3.
   disarm_timeout(p);
   const pid self = p->id();
-  if (tracing(event_kind::exit, p)) [[unlikely]]
-    record(event_kind::exit, static_cast<std::uint8_t>(reason.what_kind()), 0, self.bits(), intern_reason_text(reason));
   std::string name;
   if (rt && p->has_name.load(std::memory_order_acquire)) {  // acquire: pairs with register
     try {
