@@ -18,24 +18,12 @@ namespace bc = boost::context::detail;
 
 namespace {
 
-// The thread's exception globals belong to whichever context runs on it: on a switch, the leaving
-// context's state is saved with it and the arriving context's state is installed. Called just
-// before a jump, on one thread (the jump is where the thread may change). `live` is looked up once
-// per worker thread (thread_eh_globals): the lookup through libstdc++'s TLS cost ~76 instructions of
-// a ~1,700-instruction ping-pong round trip (callgrind).
-inline void hand_over_eh(eh_globals* live, eh_globals* leaving, const eh_globals& arriving) noexcept {
-  if (leaving) *leaving = *live;
-  *live = arriving;
-}
-
-}  // namespace
-
-namespace {
 // Boost calls a function taking its transfer_t; ours takes our own transfer. The trampoline converts
 // (casting the function pointer instead would call through an incompatible type). Every context
 // starts in the same entry, so one pointer is enough; relaxed: every writer stores the same value.
 std::atomic<entry_fn> g_entry{nullptr};
 void trampoline(bc::transfer_t t) { g_entry.load(std::memory_order_relaxed)(transfer{t.fctx, t.data}); }
+
 }  // namespace
 
 void* make_context(void* stack_top, std::size_t size, entry_fn entry) noexcept {
@@ -45,11 +33,11 @@ void* make_context(void* stack_top, std::size_t size, entry_fn entry) noexcept {
 
 eh_globals* thread_eh_globals() noexcept { return reinterpret_cast<eh_globals*>(abi::__cxa_get_globals()); }
 
-transfer switch_to(context& self, context& target, stack_bounds target_stack, eh_globals* live, void* data) noexcept {
-  hand_over_eh(live, &self.eh, target.eh);
+transfer switch_to(context& self, context& target, stack_bounds target_stack, void* data) noexcept {
 #if GROVE_ASAN
   __sanitizer_start_switch_fiber(&self.asan_fake_stack, target_stack.bottom, target_stack.size);
 #else
+  (void)self;
   (void)target_stack;
 #endif
 #if GROVE_TSAN
@@ -70,8 +58,7 @@ void finish_first_switch(context& self) noexcept {
 #endif
 }
 
-void exit_to(context& target, stack_bounds target_stack, eh_globals* live, void* data) noexcept {
-  hand_over_eh(live, nullptr, target.eh);
+void exit_to(context& target, stack_bounds target_stack, void* data) noexcept {
 #if GROVE_ASAN
   __sanitizer_start_switch_fiber(nullptr, target_stack.bottom, target_stack.size);  // null: our fake stack dies
 #else

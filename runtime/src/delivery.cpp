@@ -104,7 +104,7 @@ void finalize_process(runtime_state& owner, process* p) noexcept {
   const pid self = p->id();
   // Its own runtime, even if another one runs now.
   while (message_node* n = p->mail.pop()) answer_for_exited(owner, self, n);
-  if (p->waiter) {
+  if (p->kind == process_kind::scoped && p->waiter) {
     destroy_scoped_waiter(p->waiter);
     p->waiter = nullptr;
   }

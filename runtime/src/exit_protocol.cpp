@@ -59,6 +59,7 @@
 // (finalize_process, delivery.cpp): link → exit{noproc}, monitor → down{noproc}, info → "gone".
 #include "exit_protocol.hpp"
 
+#include <cstring>
 #include <exception>
 #include <iterator>
 
@@ -195,6 +196,26 @@ void act_on_exit(process* p, bool blocking) {
   raise_exit(p);
 }
 
+namespace {
+
+// Step 4: the callable, wherever it is (process.hpp, entry_or_timer). A started process runs this on
+// its own stack, whose top holds the callable or the pointer to it.
+void destroy_entry(runtime_state* rt, process* p) noexcept {
+  if (p->kind != process_kind::scheduled) return;
+  const detail::entry_ops* ops = p->started ? p->entry.started.ops : p->entry.unstarted.ops;
+  if (!ops || (p->started && !rt)) return;
+  void* at = p->started ? static_cast<void*>(static_cast<char*>(rt->slots.stack_top(p)) - entry_reserve(*ops))
+                        : static_cast<void*>(p->entry.unstarted.storage);
+  void* fn = at;
+  if (!entry_is_inline(*ops)) std::memcpy(&fn, at, sizeof fn);
+  ops->destroy(fn);
+  if (!entry_is_inline(*ops)) free_bytes(fn, ops->size);
+  if (p->started) p->entry.started.ops = nullptr;
+  else p->entry.unstarted.ops = nullptr;
+}
+
+}  // namespace
+
 void exit_process(runtime_state* rt, process* p, const exit_reason& reason) noexcept {
   // Recorded before anyone can learn of the exit (step 1 makes a monitor answer noproc at once), so
   // that a trace read by whoever learnt of it holds the exit.
@@ -224,12 +245,7 @@ void exit_process(runtime_state* rt, process* p, const exit_reason& reason) noex
   // 4. Free what it holds, so that whoever learns of the exit finds its memory gone.
   while (!p->saved.empty()) detail::destroy_node(p->saved.remove_after(nullptr));
   if (p->extra) destroy_arena(p);
-  if (p->entry) {
-    p->entry->destroy(p->entry_fn);
-    if (p->entry_fn != p->inline_entry) free_bytes(p->entry_fn, p->entry->size);
-    p->entry = nullptr;
-    p->entry_fn = nullptr;
-  }
+  destroy_entry(rt, p);
   // 5.
   process_extra* ex = p->extra;
   if (!is_shutdown_like(reason) && !(ex && ex->exit_by_signal) &&
@@ -265,7 +281,7 @@ void finish_process(process* p, exit_reason returned) {
   returned = exit_reason();
   worker& now_on = *rt->workers[p->worker];  // maybe not the first worker: the process may have migrated
   p->parked = park_reason::exit;
-  exit_to(now_on.sched_ctx, now_on.thread_stack, now_on.thread_eh, nullptr);
+  exit_to(now_on.sched_ctx, now_on.thread_stack, nullptr);
 }
 
 }  // namespace grove::internal

@@ -1,6 +1,6 @@
 // image_delta.hpp: a parked process's stack image kept as its difference from a reference image.
 //
-// Why: a sleeping process is its 256-byte control block plus the image of its stack, ~270 bytes for
+// Why: a sleeping process is its control block (192 bytes) plus the image of its stack, ~270 bytes for
 // one parked in sleep_for (bench/RESULTS.md, "spawn"). Processes parked at the same site in the same
 // execution stack have images of the same size that differ in a few words only: their frames hold
 // the same return addresses and the same pointers into the slot, and differ where they hold their

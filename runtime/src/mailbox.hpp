@@ -148,7 +148,7 @@ class saved_list {
   // Written by the owner only (a load and a store: no RMW on the receive path); read by any thread
   // for introspection (top_processes), relaxed: a snapshot, ordered with nothing.
   std::atomic<std::uint32_t> size_{0};
-  std::uint32_t received_ = 0;  // owner: fills the padding after size_ (the PCB stays 256 bytes)
+  std::uint32_t received_ = 0;  // owner: fills the padding after size_ (the PCB stays 192 bytes)
 };
 
 }  // namespace grove::internal

@@ -53,7 +53,7 @@
 //   MiB but the rate fell from 7.26 M/s to 4.6-5.6 M/s: on 2 workers the extra reductions made the
 //   senders yield to each other, all still runnable on both cores (bench/RESULTS.md).
 // - Bounded mailboxes or blocking sends: change what a send means.
-// - The registry in the PCB (a list head per process): the PCB has no byte to spare (256 B), and
+// - The registry in the PCB (a list head per process): the PCB has no byte to spare (192 B), and
 //   overloads are rare, so a sharded lock is cheap enough.
 #include "overload.hpp"
 

@@ -1,10 +1,14 @@
 // process.hpp: the process control block (PCB), and what a process owns.
 //
-// One PCB per live process, 256 bytes, living in the process table (process_table.hpp) at the index
+// One PCB per live process, 192 bytes, living in the process table (process_table.hpp) at the index
 // its pid names. Its first cache line holds what other threads touch (the pid, the reference count,
 // the control word, the inbox's head); the rest belongs to the process itself and to the worker
 // running it. Rarely used state (links, monitors, the arena, the exit reason) lives in a separate
 // `process_extra`, allocated on first use, so a process that never links costs nothing for it.
+// What a process needs only before its first run (its callable) shares bytes with what it needs
+// only after (its timer): see entry_or_timer. Its C++ exception state while parked is kept on its
+// own stack (context.hpp). Measured (bench/RESULTS.md, "A 192-byte control block"): a million
+// sleepers take ~245 bytes each instead of ~305 with the 256-byte PCB.
 //
 // Ownership (who may touch what):
 //   - shared fields say so, and are atomics whose orders are argued where they are used;
@@ -19,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -82,6 +87,41 @@ struct process_extra {
   std::unique_ptr<throw_record> last_throw;             // owner: its last throw, with grove::throw_traces (throw_sites.hpp)
 };
 
+// The callable a scheduled process runs (detail::entry_ops), and its receive/sleep timeout. They
+// share bytes: the callable waits in the PCB only until the process first runs, when process_main
+// (spawn.cpp) moves it to the top of the process's own execution stack, above its first frame
+// (entry_reserve bytes: the callable, or the pointer to it on the heap); the timer is used only after
+// that. Only a trivially copyable callable is kept in the PCB, so the move is a memcpy that runs no
+// user code: a move constructor or destructor that sent or waited with a timeout there would arm the
+// timer over the callable's own bytes. Others go to the heap (as large ones always did). So the callable travels with the stack image and costs the PCB nothing once it runs, and a
+// sleeping process's PCB is 192 bytes, three cache lines.
+struct entry_before_start {
+  // The callable when entry_is_inline(*ops), else a pointer to it on the heap. Aligned for 8 bytes:
+  // 16 would make the union 48 bytes (rare callables aligned for more go to the heap).
+  alignas(8) unsigned char storage[inline_entry_bytes];
+  const detail::entry_ops* ops;  // null: none (its construction failed)
+};
+struct entry_after_start {
+  timer_node timer;                      // owner: its receive/sleep timeout (timers.cpp)
+  const detail::entry_ops* ops = nullptr;  // owner: null once the callable is destroyed
+};
+union entry_or_timer {
+  entry_or_timer() noexcept : unstarted{} {}
+  entry_before_start unstarted;  // active from spawn to the first run
+  entry_after_start started;     // active from the first run (scoped processes: from allocation)
+};
+
+// Whether a callable lives in the PCB's storage before its first run (and then at its stack's top)
+// rather than on the heap.
+inline bool entry_is_inline(const detail::entry_ops& ops) noexcept {
+  return ops.size <= inline_entry_bytes && ops.align <= alignof(entry_before_start) && ops.trivially_copyable;
+}
+// The bytes at the top of a started process's execution stack that hold its callable (or the
+// pointer to it), a multiple of 16 so that the first frame below stays aligned.
+inline std::size_t entry_reserve(const detail::entry_ops& ops) noexcept {
+  return entry_is_inline(ops) ? (ops.size + 15) / 16 * 16 : 16;
+}
+
 struct alignas(64) process {
   // ---- first cache line: shared with other threads ----
   std::atomic<std::uint64_t> pid_bits{0};  // shared: written before refs is published; read under a ref
@@ -101,8 +141,8 @@ struct alignas(64) process {
 
   // ---- owner ----
   saved_list saved;                        // owner: received, not yet matched
+  entry_or_timer entry;                    // owner: its callable, then its timeout (above)
   context ctx;                             // owner: saved context while parked
-  timer_node timer;                        // owner: its receive/sleep timeout (timers.cpp)
   std::uint16_t timer_worker = 0;          // owner: whose wheel `timer` is in, while armed
   bool timer_armed = false;                // owner: `timer` may be linked in a wheel
   // shared: trace::process_flags (trace_process stores them under a table ref; recording sites load
@@ -128,12 +168,11 @@ struct alignas(64) process {
   std::uint32_t budget = 0;                // owner: reductions left in this time slice
   std::uint32_t slot = no_slot;            // slot (stack_slots.hpp): bound at first run, for life (here to fill padding)
   std::atomic<std::uint64_t> reductions{0};// owner writes (load and store, no RMW); others read a snapshot, relaxed
-  const detail::entry_ops* entry = nullptr;// owner: its function (nullptr once destroyed)
-  void* entry_fn = nullptr;                // owner: the function object (inline_entry or heap)
   process_extra* extra = nullptr;          // owner
-  alignas(16) unsigned char inline_entry[inline_entry_bytes];
-  process* next_waiter = nullptr;          // slot: link in a stack slot's waiter list
-  scoped_waiter* waiter = nullptr;         // scoped processes: set before the pid is known; freed at finalize
+  union {
+    process* next_waiter = nullptr;        // scheduled processes, slot: link in a stack slot's waiter list
+    scoped_waiter* waiter;                 // scoped processes: set before the pid is known; freed at finalize
+  };
 
   // ---- slot (stack_slots.hpp) ----
   void* image = nullptr;                   // slot: saved stack image while not resident
@@ -143,6 +182,7 @@ struct alignas(64) process {
   // its slot (stack_slots.hpp) instead of the image itself.
   std::uint32_t image_capacity = 0;
 
+  timer_node& timer() noexcept { return entry.started.timer; }
   grove::pid id() const noexcept { return pid::from_bits(pid_bits.load(std::memory_order_relaxed)); }
   // The one reset of a reused PCB's per-incarnation state, by process_table::allocate before the new
   // pid is published. What the previous incarnation's exit already emptied (mailbox, saved list,
@@ -161,6 +201,12 @@ struct alignas(64) process {
     overloaded = false;  // and ctl_overloaded: the control word is set anew (process_table::allocate)
     exit_signals.store(0, std::memory_order_relaxed);  // published with the pid (process_table::allocate)
     budget = 0;
+    if (k == process_kind::scoped) {
+      ::new (&entry.started) entry_after_start{};  // it has no callable; its timer is used from now on
+      waiter = nullptr;
+    } else {
+      entry.unstarted.ops = nullptr;  // spawn sets it once the callable is constructed
+    }
     reductions.store(0, std::memory_order_relaxed);  // published with the pid
     activity.store(0, std::memory_order_relaxed);
     stack_units.store(0, std::memory_order_relaxed);
@@ -173,8 +219,8 @@ struct alignas(64) process {
   }
 };
 
-static_assert(sizeof(process) <= 256 || GROVE_CONTEXT_HAS_SANITIZER_FIELDS,
-              "the PCB must stay within 256 bytes: a million of them is the headline");
+static_assert(sizeof(process) <= 192 || GROVE_CONTEXT_HAS_SANITIZER_FIELDS,
+              "the PCB must stay within 192 bytes: a million of them is the headline");
 
 using detail::exit_unwind;
 

@@ -1,7 +1,7 @@
 // process_table.hpp: where PCBs live, how a pid finds its process, and the process limit.
 //
 // Design:
-//   - One reserved region of PCBs (256 bytes each) for the configured limit plus a margin, indexed by
+//   - One reserved region of PCBs (192 bytes each) for the configured limit plus a margin, indexed by
 //     the pid's index. Address space only: chunks of 8,192 PCBs (2 MiB, one huge page) are constructed
 //     the first time an index in them is handed out, so a runtime with the default 1M limit costs
 //     memory only for the processes it has really had.

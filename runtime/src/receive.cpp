@@ -36,8 +36,24 @@
 
 namespace grove::internal {
 
+namespace {
+
+// A process that parks inside a catch block, or in a destructor during unwinding, keeps its
+// exception state in this frame (context.hpp). Rare, so out of line: park_current's own frame, in
+// the stack image of every parked process, has no room for it.
+[[gnu::noinline]] void park_keeping_exception_state(process* p, park_reason why, eh_globals* live) {
+  const eh_globals mine = *live;
+  *live = eh_globals{};
+  park_current(p, why);
+  *current_runtime()->workers[p->worker]->thread_eh = mine;  // p->worker: the worker resuming us
+}
+
+}  // namespace
+
 void park_current(process* p, park_reason why) {
   worker& w = *current_runtime()->workers[p->worker];  // p->worker: set by the worker running us
+  if (w.thread_eh->caught_exceptions || w.thread_eh->uncaught_exceptions) [[unlikely]]
+    return park_keeping_exception_state(p, why, w.thread_eh);
   p->parked = why;
   // A wait may switch straight to the process it woke (worker.cpp, "Parking straight into the next
   // process"); else to the worker's loop. Whoever resumes us later passes their worker (arrived).
@@ -45,10 +61,11 @@ void park_current(process* p, park_reason why) {
   transfer t;
   if (next) {
     w.hand_off(p, next);
-    t = switch_to(p->ctx, next->ctx, w.rt.slots.bounds(next), w.thread_eh, &w);
+    t = switch_to(p->ctx, next->ctx, w.rt.slots.bounds(next), &w);
   } else {
-    t = switch_to(p->ctx, w.sched_ctx, w.thread_stack, w.thread_eh, nullptr);
+    t = switch_to(p->ctx, w.sched_ctx, w.thread_stack, nullptr);
   }
+  *static_cast<worker*>(t.data)->thread_eh = eh_globals{};  // we had none; the worker resuming us may not be `w`
   worker::arrived(t);  // `w` may be another worker's by now: arrived reads the one in t
 }
 

@@ -17,6 +17,10 @@
 #include <cstdio>
 #include <typeinfo>
 
+#include <cstring>
+#include <cstddef>
+#include <new>
+
 #include <fmt/format.h>
 
 #include <grove/process.hpp>
@@ -33,12 +37,40 @@
 namespace grove::internal {
 
 
+namespace {
+
+// The callable (trivially copyable) moves from the PCB to the top of the stack, above process_main's frame
+// (worker::begin_run left entry_reserve bytes there), and the PCB's bytes become its timer
+// (process.hpp). Zeroed first: a stack image kept as a difference (stack_slots.hpp) then costs
+// nothing for the padding. Out of line, so that its locals are not in process_main's frame, which
+// is in every stack image. Returns the callable.
+[[gnu::noinline]] void* start_entry(runtime_state& rt, process* p) noexcept {
+  const detail::entry_ops* ops = p->entry.unstarted.ops;
+  const std::size_t reserve = entry_reserve(*ops);
+  char* at = static_cast<char*>(rt.slots.stack_top(p)) - reserve;
+  std::memset(at, 0, reserve);
+  void* fn = at;
+  if (entry_is_inline(*ops)) {
+    std::memcpy(at, p->entry.unstarted.storage, ops->size);  // trivially copyable: no code of its own runs
+  } else {
+    std::memcpy(at, p->entry.unstarted.storage, sizeof fn);
+    std::memcpy(&fn, p->entry.unstarted.storage, sizeof fn);
+  }
+  ::new (&p->entry.started) entry_after_start{};
+  p->entry.started.ops = ops;
+  return fn;
+}
+
+}  // namespace
+
 void process_main(transfer t) {
   auto* w = static_cast<worker*>(t.data);
   process* p = w->current;
   finish_first_switch(p->ctx);
+  *w->thread_eh = eh_globals{};  // a fresh process has caught nothing (context.hpp)
   worker::arrived(t);  // after the sanitizer's switch ends: it may run the park of a process that handed off to us
-  finish_process(p, p->entry->run(p->entry_fn));
+  void* fn = start_entry(w->rt, p);
+  finish_process(p, p->entry.started.ops->run(fn));
 }
 
 
@@ -71,16 +103,16 @@ result<spawned> spawn_entry(const spawn_options& options, const entry_ops& ops, 
   p->trap_exit = options.trap_exit;
   p->pinned = options.pinned;
   try {
-    void* storage = p->inline_entry;
-    if (ops.size > inline_entry_bytes || ops.align > alignof(std::max_align_t)) storage = allocate_bytes(ops.size);
+    const bool inline_entry = entry_is_inline(ops);
+    void* storage = inline_entry ? p->entry.unstarted.storage : allocate_bytes(ops.size);
     try {
       construct(storage, arg);
     } catch (...) {
-      if (storage != p->inline_entry) free_bytes(storage, ops.size);
+      if (!inline_entry) free_bytes(storage, ops.size);
       throw;
     }
-    p->entry = &ops;
-    p->entry_fn = storage;
+    if (!inline_entry) std::memcpy(p->entry.unstarted.storage, &storage, sizeof storage);
+    p->entry.unstarted.ops = &ops;
     if (options.max_heap_bytes) p->ensure_extra().max_heap_bytes = options.max_heap_bytes;
   } catch (...) {
     exit_process(rt, p, exit_reason::normal());

@@ -61,7 +61,7 @@ void arm_timeout(process* p, std::uint64_t deadline_ns) {
   runtime_state* rt = current_runtime();
   worker& w = *rt->workers[p->worker];
   std::lock_guard<std::mutex> g(w.wheel_lock);
-  w.wheel.insert(&p->timer, deadline_ns);
+  w.wheel.insert(&p->timer(), deadline_ns);
   p->timer_worker = static_cast<std::uint16_t>(w.index);
   p->timer_armed = true;
   lower_expiry_hint(w);
@@ -75,7 +75,7 @@ void disarm_timeout(process* p) noexcept {
   if (!rt) return;
   worker& w = *rt->workers[p->timer_worker];
   std::lock_guard<std::mutex> g(w.wheel_lock);
-  if (p->timer.is_linked()) w.wheel.remove(&p->timer);
+  if (p->timer().is_linked()) w.wheel.remove(&p->timer());
 }
 
 void fire_due_timers(worker& w) {

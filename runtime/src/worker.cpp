@@ -275,7 +275,9 @@ void worker::run(process* p) {
   handoff_streak_ = 0;
   if (!begin_run(p)) return;
   start_counting(p);
-  transfer t = switch_to(sched_ctx, p->ctx, rt.slots.bounds(p), thread_eh, this);
+  const eh_globals mine = *thread_eh;  // the loop's exception state, kept while processes run (context.hpp)
+  transfer t = switch_to(sched_ctx, p->ctx, rt.slots.bounds(p), this);
+  *thread_eh = mine;
   p = current;  // the process that switched back: p, or one that p (or its successors) handed off to
   current = nullptr;
   end_run(p);
@@ -320,7 +322,8 @@ bool worker::begin_run(process* p) {
   p->budget = rt.config.reductions_per_slice;
   if (!p->started) {
     if (p->pinned) p->home = static_cast<std::uint16_t>(index);  // scheduler.cpp, "Pinned"
-    p->ctx.fctx = make_context(rt.slots.stack_top(p), rt.slots.stack_bytes(), &process_main);
+    const std::size_t reserve = entry_reserve(*p->entry.unstarted.ops);  // the callable's place (process.hpp)
+    p->ctx.fctx = make_context(static_cast<char*>(rt.slots.stack_top(p)) - reserve, rt.slots.stack_bytes() - reserve, &process_main);
     p->started = true;
     create_fiber(p->ctx);
   }

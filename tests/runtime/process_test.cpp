@@ -366,3 +366,183 @@ TEST_CASE("a foreign thread spawns a callable with a 1 MiB by-value capture") {
   grove::spawn([self, copy = *big] { grove::send(self, copy.sum()); });
   CHECK(grove::receive([](std::uint64_t s) { return s; }, grove::after(patience, [] { return std::uint64_t{0}; })) == expected);
 }
+
+namespace {
+// Callables stored each way the runtime stores one (runtime/src/process.hpp, entry_or_timer): in the
+// PCB and then at the top of the process's own stack (small and trivially copyable), or on the heap
+// (one with a destructor of its own, a large one, an over-aligned one). The heap ones hold a share of
+// `token` and do `body` when run.
+template <class Body>
+struct large_callable {
+  std::shared_ptr<int> token;
+  Body body;
+  std::array<char, 100> padding{};
+  void operator()() { body(); }
+};
+template <class Body>
+struct alignas(16) over_aligned_callable {
+  std::shared_ptr<int> token;
+  Body body;
+  void operator()() { body(); }
+};
+
+template <class Body>
+grove::spawned spawn_holding(int kind, const std::shared_ptr<int>& token, Body body) {
+  switch (kind) {
+    case 0: return grove::spawn_monitor([token, body] { body(); });
+    case 1: return grove::spawn_monitor(large_callable<Body>{token, body});
+    default: return grove::spawn_monitor(over_aligned_callable<Body>{token, body});
+  }
+}
+
+// Counts what happens to copies of itself, and sends from its destructor when a process other than
+// its maker destroys it.
+struct counted_callable {
+  struct counts {
+    std::atomic<int> copies{0}, moves{0}, destroyed{0};
+  };
+  counts* c;
+  grove::pid maker = grove::self();
+  explicit counted_callable(counts* c_) : c(c_) {}
+  counted_callable(const counted_callable& o) : c(o.c), maker(o.maker) { c->copies.fetch_add(1); }
+  counted_callable(counted_callable&& o) noexcept : c(o.c), maker(o.maker) { c->moves.fetch_add(1); }
+  ~counted_callable() {
+    c->destroyed.fetch_add(1);
+    if (grove::self() != maker) grove::send(maker, go{});
+  }
+  void operator()() {}
+};
+}  // namespace
+
+TEST_CASE("a process's callable on the heap is destroyed once, before its monitors hear of the exit") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  for (int kind = 0; kind < 3; ++kind) {
+    CAPTURE(kind);
+    auto token = std::make_shared<int>(kind);
+    // It returns: the callable is destroyed by the exit protocol, after the body's frame is gone.
+    auto s = spawn_holding(kind, token, [self] { grove::send(self, go{}); });
+    grove::receive([](go) {});
+    CHECK(grove::receive([](grove::down d) { return d; }).reason.is_normal());
+    CHECK(token.use_count() == 1);
+
+    // Killed while it waits, after migrating between workers (yields) and parking with its stack
+    // image saved.
+    s = spawn_holding(kind, token, [self] {
+      for (int i = 0; i < 10; ++i) grove::yield();
+      grove::send(self, go{});
+      grove::receive([](int) {});
+    });
+    grove::receive([](go) {});
+    CHECK(token.use_count() == 2);
+    grove::exit(s.pid, grove::exit_reason::kill());
+    CHECK(grove::receive([](grove::down d) { return d; }).reason.is_killed());
+    CHECK(token.use_count() == 1);
+
+    // It swallows its kill until the runtime ends it without unwinding: the callable is destroyed
+    // all the same.
+    s = spawn_holding(kind, token, [self] {
+      grove::send(self, go{});
+      for (;;) {
+        try {
+          grove::receive([](int) {});
+        } catch (...) {
+        }
+      }
+    });
+    grove::receive([](go) {});
+    grove::exit(s.pid, grove::exit_reason::kill());
+    CHECK(grove::receive([](grove::down d) { return d; }).reason.is_killed());
+    CHECK(token.use_count() == 1);
+  }
+}
+
+TEST_CASE("a callable with code of its own is constructed once by spawn and never copied or moved after, so its destructor runs once in the process") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  counted_callable::counts c;
+  {
+    counted_callable f(&c);
+    auto s = grove::spawn_monitor(std::move(f));  // moved once, into the process's storage
+    grove::receive([](go) {});                     // its destructor's send, from the process
+    CHECK(grove::receive([](grove::down d) { return d; }).from == s.pid);
+  }
+  CHECK(c.copies == 0);
+  CHECK(c.moves == 1);
+  CHECK(c.destroyed == 2);  // ours (moved from) and the process's
+  CHECK(grove::receive([](go) { return true; }, grove::after(std::chrono::milliseconds(0), [] { return false; })) == false);
+}
+
+TEST_CASE("a small trivially copyable callable keeps its captures across migrations, evictions and sleeps") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  // 200 processes on the default number of stack slots: their images are copied out (whole while
+  // they wait for a message, as differences while they sleep) and back, on any worker.
+  const int n = 200;
+  for (int i = 0; i < n; ++i) {
+    const std::uint64_t a = 0x0123456789abcdefULL * static_cast<std::uint64_t>(i + 1), b = ~a;
+    auto body = [self, a, b] {
+      bool intact = true;
+      for (int round = 0; round < 6; ++round) {
+        if (round % 2) grove::sleep_for(std::chrono::microseconds(200));
+        else grove::yield();
+        intact = intact && b == ~a && self != grove::self();
+      }
+      grove::send(self, std::make_pair(a, intact));
+    };
+    static_assert(sizeof body == 32 && std::is_trivially_copyable_v<decltype(body)>);  // the largest kept in the PCB
+    grove::spawn(body);
+  }
+  int intact = 0;
+  for (int i = 0; i < n; ++i) intact += grove::receive([](std::pair<std::uint64_t, bool> r) { return r.second; });
+  CHECK(intact == n);
+}
+
+TEST_CASE("exception state stays with its process: one parked in a catch block or mid-unwinding; one started meanwhile has none") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  struct parks_while_unwinding {
+    grove::pid self;
+    ~parks_while_unwinding() {
+      grove::yield();
+      grove::send(self, std::uncaught_exceptions() == 1 ? std::string("unwinding ok") : std::string("unwinding lost"));
+    }
+  };
+  const int n = 8;
+  for (int i = 0; i < n; ++i) {
+    grove::spawn([self, i] {
+      try {
+        throw std::runtime_error("caught " + std::to_string(i));
+      } catch (const std::exception&) {
+        // Started while this one holds a caught exception (maybe straight from it, on its worker).
+        const grove::pid me2 = grove::self();
+        grove::spawn([me2] { grove::send(me2, std::current_exception() == nullptr && std::uncaught_exceptions() == 0); });
+        const bool fresh_ok = grove::receive([](bool b) { return b; });
+        for (int k = 0; k < 5; ++k) grove::yield();
+        std::string what;
+        try {
+          throw;
+        } catch (const std::exception& e) {
+          what = e.what();
+        }
+        grove::send(self, fresh_ok && what == "caught " + std::to_string(i) ? std::string("catch ok") : std::string("catch lost"));
+      }
+      try {
+        parks_while_unwinding guard{self};
+        throw 1;
+      } catch (int) {
+      }
+    });
+  }
+  int catch_ok = 0, unwinding_ok = 0;
+  for (int i = 0; i < 2 * n; ++i) {
+    const std::string s = grove::receive([](std::string s) { return s; });
+    catch_ok += s == "catch ok";
+    unwinding_ok += s == "unwinding ok";
+  }
+  CHECK(catch_ok == n);
+  CHECK(unwinding_ok == n);
+}

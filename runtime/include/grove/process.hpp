@@ -85,6 +85,10 @@ struct entry_ops {
   void (*destroy)(void* fn) noexcept;
   std::size_t size;
   std::size_t align;
+  // Copyable byte for byte (a lambda capturing pids, numbers, pointers): the runtime may keep it
+  // in the control block until the process first runs and then move it by memcpy, running none of
+  // its code. Any other callable lives on the heap, at the one address it was constructed at.
+  bool trivially_copyable;
 };
 
 template <class F>
@@ -108,6 +112,7 @@ inline constexpr entry_ops entry_ops_for{
     [](void* fn) noexcept { static_cast<F*>(fn)->~F(); },
     sizeof(F),
     alignof(F),
+    std::is_trivially_copyable_v<F>,
 };
 
 // Constructs the process's copy of the callable straight from the caller's argument (moved from an
