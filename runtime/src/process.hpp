@@ -8,7 +8,8 @@
 // What a process needs only before its first run (its callable) shares bytes with what it needs
 // only after (its timer): see entry_or_timer. Its C++ exception state while parked is kept on its
 // own stack (context.hpp). Measured (bench/RESULTS.md, "A 192-byte control block"): a million
-// sleepers take ~245 bytes each instead of ~305 with the 256-byte PCB.
+// sleepers take ~244 bytes each instead of ~306 with the 256-byte PCB (re-measure:
+// `build/release/bench/grove/spawn --n 1000000 --threads 2`, bytes_per_process).
 //
 // Ownership (who may touch what):
 //   - shared fields say so, and are atomics whose orders are argued where they are used;
@@ -93,7 +94,10 @@ struct process_extra {
 // (entry_reserve bytes: the callable, or the pointer to it on the heap); the timer is used only after
 // that. Only a trivially copyable callable is kept in the PCB, so the move is a memcpy that runs no
 // user code: a move constructor or destructor that sent or waited with a timeout there would arm the
-// timer over the callable's own bytes. Others go to the heap (as large ones always did). So the callable travels with the stack image and costs the PCB nothing once it runs, and a
+// timer over the callable's own bytes. Others go to the heap (as large ones always did).
+// Rejected: the timer on the stack instead (a parked process's stack may be copied out, and the
+// wheel links and fires its timer meanwhile); a 128-byte PCB (the mailbox, saved list, timer and
+// image fields a sleeper needs already take more than 128). So the callable travels with the stack image and costs the PCB nothing once it runs, and a
 // sleeping process's PCB is 192 bytes, three cache lines.
 struct entry_before_start {
   // The callable when entry_is_inline(*ops), else a pointer to it on the heap. Aligned for 8 bytes:
