@@ -1,9 +1,9 @@
 // process.hpp: the process control block (PCB), and what a process owns.
 //
 // One PCB per live process, 192 bytes, living in the process table (process_table.hpp) at the index
-// its pid names. Its first cache line holds what other threads touch (the pid, the reference count,
-// the control word, the inbox's head); the rest belongs to the process itself and to the worker
-// running it. Rarely used state (links, monitors, the arena, the exit reason) lives in a separate
+// its pid names. Its first cache line holds what senders touch (the pid, the reference count, the
+// control word, the inbox's head) and fields used only around a park or an exit; the rest belongs
+// to the process itself and to the worker running it. Rarely used state (links, monitors, the arena, the exit reason) lives in a separate
 // `process_extra`, allocated on first use, so a process that never links costs nothing for it.
 // What a process needs only before its first run (its callable) shares bytes with what it needs
 // only after (its timer): see entry_or_timer. Its C++ exception state while parked is kept on its
@@ -127,34 +127,63 @@ inline std::size_t entry_reserve(const detail::entry_ops& ops) noexcept {
 }
 
 struct alignas(64) process {
-  // ---- first cache line: shared with other threads ----
+  // ---- first cache line: what a sender touches, and what its owner touches only to park or exit ----
+  // A sender to a running process makes all its read-modify-writes here (the inbox push, the wake;
+  // a reference only from a thread that is not a worker: delivery.cpp) and reads nothing else of the
+  // PCB, while the running owner reads and writes only the two lines below (its consumer end of the
+  // inbox, exit_signals at every runtime call), so that a line senders write is not also one the
+  // receiver needs at every message (bench/RESULTS.md, "fan_in: sending without a reference").
   std::atomic<std::uint64_t> pid_bits{0};  // shared: written before refs is published; read under a ref
   std::atomic<std::uint32_t> refs{0};      // shared: process_table.hpp
   std::atomic<std::uint32_t> control{0};   // shared: scheduler.cpp, "process states"
-  inbox mail;                              // shared: any thread pushes; the owner pops
+  process_kind kind = process_kind::scheduled;  // read by wakers; fixed while a pid names it
   std::atomic<bool> has_name{false};       // shared: set under the registry lock; read at exit
+  // The worker a pinned process runs on: no_home until its first run, then fixed. Written by that
+  // worker before the process first parks, read by wakers after their wake (scheduler.cpp, "Pinned").
+  std::uint16_t home = no_home;
+  // shared, published by the owner for introspection as its arena grows and shrinks (arena.cpp):
+  // KiB taken from the system, rounded up; relaxed, a snapshot like `activity`.
+  std::atomic<std::uint32_t> arena_kib{0};
+  // ---- slot (stack_slots.hpp): touched only around a park and a resume ----
+  void* image = nullptr;                   // slot: saved stack image while not resident
+  std::uint32_t image_bytes = 0;           // slot: its live size (0: none saved)
+  // slot: allocated size of `image`, with image_is_out while `image` holds its stack (it is not
+  // resident), and image_is_difference when that is kept as its difference from a reference image of
+  // its slot (stack_slots.hpp) instead of the image itself.
+  std::uint32_t image_capacity = 0;
+  process_extra* extra = nullptr;          // owner: cold (links, monitors, exit)
+  union {
+    process* next_waiter = nullptr;        // scheduled processes, slot: link in a stack slot's waiter list
+    scoped_waiter* waiter;                 // scoped processes: set before the pid is known; freed at finalize
+  };
+  // shared: any thread pushes; the owner pops. Its head (what pushers exchange) ends this line; the
+  // consumer's end and the stub begin the next (static_asserts below).
+  inbox mail;
+
+  // ---- owner ----
+  // shared: exit signals sent to it and not yet acted on (exit_protocol.cpp, "busy processes");
+  // senders add before they push, the process subtracts as it acts on each one. Here, not above:
+  // the owner reads it at every runtime call.
+  std::atomic<std::uint32_t> exit_signals{0};
   // shared, published by the owner for introspection (process_summary_of, top_processes), relaxed
   // stores and loads: snapshots that order nothing. `activity`: what it waits on while parked
   // (grove::wait_reason), or exiting_activity once its exit is decided. `stack_units`: its live
   // stack when it last parked, in 64-byte units (saturating).
   std::atomic<std::uint8_t> activity{0};
+  park_reason parked = park_reason::none;  // owner: set just before switching to the worker
   std::atomic<std::uint16_t> stack_units{0};
-  // shared: exit signals sent to it and not yet acted on (exit_protocol.cpp, "busy processes");
-  // senders add before they push, the process subtracts as it acts on each one.
-  std::atomic<std::uint32_t> exit_signals{0};
-
-  // ---- owner ----
   saved_list saved;                        // owner: received, not yet matched
   entry_or_timer entry;                    // owner: its callable, then its timeout (above)
   context ctx;                             // owner: saved context while parked
+  std::atomic<std::uint64_t> reductions{0};// owner writes (load and store, no RMW); others read a snapshot, relaxed
+  std::uint32_t budget = 0;                // owner: reductions left in this time slice
+  std::uint32_t slot = no_slot;            // slot (stack_slots.hpp): bound at first run, for life
   std::uint16_t timer_worker = 0;          // owner: whose wheel `timer` is in, while armed
+  std::uint16_t worker = 0;                // owner: the worker running it (or that ran it last)
   bool timer_armed = false;                // owner: `timer` may be linked in a wheel
   // shared: trace::process_flags (trace_process stores them under a table ref; recording sites load
-  // them, relaxed: a switch, the rings are published apart). Fills padding.
+  // them, relaxed: a switch, the rings are published apart).
   std::atomic<std::uint8_t> trace_flags{0};
-  std::uint16_t worker = 0;                // owner: the worker running it (or that ran it last)
-  process_kind kind = process_kind::scheduled;
-  park_reason parked = park_reason::none;  // owner: set just before switching to the worker
   // Owner-only flags, one byte (bit-fields: no other thread reads or writes this byte).
   bool started : 1 = false;                // owner: its context exists
   bool trap_exit : 1 = false;              // owner
@@ -162,29 +191,7 @@ struct alignas(64) process {
   bool exiting : 1 = false;                // owner: an exit is decided (unwinding, or in the exit protocol)
   bool in_exit_protocol : 1 = false;       // owner: exit_process runs: its runtime calls must not raise the exit again
   bool overloaded : 1 = false;             // owner: ctl_overloaded is set in `control` (overload.cpp)
-  std::uint8_t exits_deferred = 0;         // owner: live exit_deferrals (grove/process.hpp); fills padding
-  // The worker a pinned process runs on: no_home until its first run, then fixed. Written by that
-  // worker before the process first parks, read by wakers after their wake (scheduler.cpp, "Pinned").
-  std::uint16_t home = no_home;
-  // shared, published by the owner for introspection as its arena grows and shrinks (arena.cpp):
-  // KiB taken from the system, rounded up; relaxed, a snapshot like `activity`.
-  std::atomic<std::uint32_t> arena_kib{0};
-  std::uint32_t budget = 0;                // owner: reductions left in this time slice
-  std::uint32_t slot = no_slot;            // slot (stack_slots.hpp): bound at first run, for life (here to fill padding)
-  std::atomic<std::uint64_t> reductions{0};// owner writes (load and store, no RMW); others read a snapshot, relaxed
-  process_extra* extra = nullptr;          // owner
-  union {
-    process* next_waiter = nullptr;        // scheduled processes, slot: link in a stack slot's waiter list
-    scoped_waiter* waiter;                 // scoped processes: set before the pid is known; freed at finalize
-  };
-
-  // ---- slot (stack_slots.hpp) ----
-  void* image = nullptr;                   // slot: saved stack image while not resident
-  std::uint32_t image_bytes = 0;           // slot: its live size (0: none saved)
-  // slot: allocated size of `image`, with image_is_out while `image` holds its stack (it is not
-  // resident), and image_is_difference when that is kept as its difference from a reference image of
-  // its slot (stack_slots.hpp) instead of the image itself.
-  std::uint32_t image_capacity = 0;
+  std::uint8_t exits_deferred = 0;         // owner: live exit_deferrals (grove/process.hpp)
 
   timer_node& timer() noexcept { return entry.started.timer; }
   grove::pid id() const noexcept { return pid::from_bits(pid_bits.load(std::memory_order_relaxed)); }
@@ -225,6 +232,13 @@ struct alignas(64) process {
 
 static_assert(sizeof(process) <= 192 || GROVE_CONTEXT_HAS_SANITIZER_FIELDS,
               "the PCB must stay within 192 bytes: a million of them is the headline");
+// The inbox's head (pushers' exchange) is the last word of the senders' line; its consumer end
+// begins the owner's (the first-line comment above).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"  // GCC and Clang lay out this class as its members say
+static_assert(offsetof(process, mail) + sizeof(void*) == 64, "the inbox head must end the first cache line");
+static_assert(offsetof(process, exit_signals) >= 64, "exit_signals is read by its owner at every runtime call");
+#pragma GCC diagnostic pop
 
 using detail::exit_unwind;
 

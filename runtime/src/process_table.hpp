@@ -12,8 +12,10 @@
 //          reference again: the asked-for process is gone and its slot reused.
 //     The allocator writes the new pid before publishing refs = 1 with release, so step 2 reads the
 //     right pid; a reference keeps refs > 0, so the PCB cannot be reused while it is held.
-//   - A process holds one reference on itself while alive (the "life" reference); each sender holds
-//     one while it pushes. When the last one is dropped, finalize_process() (delivery.cpp) drains what
+//   - A process holds one reference on itself while alive (the "life" reference); a sender on a
+//     foreign thread holds one while it pushes (a worker's send holds none: whoever drops the last
+//     reference waits for the workers that are mid-send, delivery.cpp, "Sending without a
+//     reference"). When the last one is dropped, finalize_process() (delivery.cpp) drains what
 //     is left in the mailbox (answering link and monitor requests with noproc, so nothing is lost) and
 //     the index goes back to a free list, with its serial bumped so old pids stay dead.
 //   - Free indices are cached per worker (no lock on the spawn path) and spill to a global list.
@@ -48,6 +50,13 @@ class process_table {
   process* allocate(int worker, process_kind kind = process_kind::scheduled);
   // Takes a reference on the process `id` names; nullptr if that process is gone (or never was).
   process* acquire(pid id) noexcept;
+  // The PCB at `id`'s index, whoever lives there now, without a reference; nullptr for a remote or
+  // null pid, or an index never handed out. Only for delivery.cpp's send without a reference.
+  process* pcb_at(pid id) const noexcept {
+    const std::uint32_t index = id.index();
+    if (id.is_null() || id.is_remote() || index >= constructed_.load(std::memory_order_acquire)) return nullptr;
+    return base_ + index;
+  }
   // Drops a reference; the last one finalizes and recycles the PCB. worker as for allocate.
   void release(process* p, int worker) noexcept;
   // A live process has exited: it no longer counts against the limit.

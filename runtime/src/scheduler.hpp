@@ -129,8 +129,14 @@ class worker {
   // trace::start (release), loaded by the owner's record() (acquire)
   std::atomic<trace_ring*> trace_out{nullptr};
 
+  // Odd while this worker's thread pushes a message into a process it holds no reference on
+  // (delivery.cpp, "Sending without a reference"): written by the owner only (loads and stores, no
+  // RMW), read by whoever drops a process's last reference. A line of its own: it changes twice a
+  // send, and those readers should not take the lines around it.
+  alignas(64) std::atomic<std::uint32_t> send_seq{0};
+
   // Statistics: written by the owner (relaxed), read by system_info.
-  std::atomic<std::uint64_t> switches{0}, steals{0}, parks{0}, timers_fired{0}, spawned{0};
+  alignas(64) std::atomic<std::uint64_t> switches{0}, steals{0}, parks{0}, timers_fired{0}, spawned{0};
   // Statistics only the owner writes, by a load and a store (count_owned: no RMW), read by system_info:
   // the reductions of the processes it ran, added as each run ends (BEAM's per-scheduler count);
   // the messages they received (taken into their mailboxes), likewise; the messages they sent, as

@@ -311,3 +311,80 @@ TEST_CASE("a stale pid stays dead after its index is reused: not alive, and a se
   CHECK_FALSE(probed);
   grove::send(occupant, finish{});
 }
+
+namespace {
+struct addressed_to {  // a message that names the process it was sent to
+  grove::pid intended;
+};
+struct misdelivered {
+  grove::pid intended, received_by;
+};
+struct round_of_targets {
+  std::vector<grove::pid> targets;
+};
+struct round_sent {
+  std::size_t downs;
+};
+}  // namespace
+
+// Workers send without taking a reference on the target (runtime/src/delivery.cpp, "Sending without
+// a reference"): what keeps a send from reaching a later process at the same index is that whoever
+// drops an exiting process's last reference waits for every worker that is mid-send. Here senders on
+// every worker send to, and monitor, processes that exit after a few messages while the main thread
+// spawns the next round's targets, which take the freed indices: each target checks that every
+// message it gets was meant for it, and every monitor request must be answered by a down.
+TEST_CASE("sends racing with their target's exit and its index's reuse never reach the new process, and every monitor is answered") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid main = me.pid();
+  const std::size_t rounds = 300 * grove_test::stress_scale() / tsan_divisor;
+  constexpr std::size_t targets_per_round = 32, senders = 4, takes = 3;
+
+  std::vector<grove::pid> sender_pids;
+  for (std::size_t s = 0; s < senders; ++s)
+    sender_pids.push_back(grove::spawn([main] {
+      for (;;) {
+        auto targets = grove::receive([](round_of_targets r) { return std::move(r.targets); });
+        if (targets.empty()) return;
+        std::size_t downs = 0;
+        for (grove::pid t : targets) {
+          grove::send(t, addressed_to{t});
+          grove::monitor(t);
+          grove::send(t, addressed_to{t});
+        }
+        for (std::size_t i = 0; i < targets.size(); ++i) {
+          const bool got = grove::receive([](const grove::down&) { return true; }, grove::after(patience, [] { return false; }));
+          if (!got) break;  // a missing down fails the count, not the run
+          ++downs;
+        }
+        grove::send(main, round_sent{downs});
+      }
+    }));
+
+  std::size_t replies = 0, downs = 0;  // one reply per sender per round
+  const auto take_reply = [&] {
+    downs += grove::receive([](round_sent d) { return d.downs; }, grove::after(patience, [] { return std::size_t{0}; }));
+    ++replies;
+  };
+  for (std::size_t r = 0; r < rounds; ++r) {
+    // At most two rounds in flight, so that the freed indices are taken again soon.
+    while (r >= 2 && replies < (r - 1) * senders) take_reply();
+    round_of_targets round;
+    for (std::size_t i = 0; i < targets_per_round; ++i)
+      round.targets.push_back(grove::spawn([main] {
+        for (std::size_t k = 0; k < takes; ++k)
+          grove::receive([&](addressed_to m) {
+            if (m.intended != grove::self()) grove::send(main, misdelivered{m.intended, grove::self()});
+          });
+      }));
+    for (grove::pid s : sender_pids) grove::send(s, round);
+  }
+  while (replies < rounds * senders) take_reply();
+  for (grove::pid s : sender_pids) grove::send(s, round_of_targets{});
+
+  CHECK(downs == rounds * targets_per_round * senders);
+  const bool any_misdelivered =
+      grove::receive([](const misdelivered& m) { MESSAGE(m.intended << " reached " << m.received_by); return true; },
+                     grove::after(std::chrono::milliseconds(0), [] { return false; }));
+  CHECK_FALSE(any_misdelivered);
+}
