@@ -9,9 +9,10 @@
 // after alternating (`for i in $(seq 9); do for b in before after; do /usr/bin/time -f %M nice -n
 // -20 $b/bench/grove/fan_in --threads 2; done; done`): peak RSS 84-120 MiB -> 9-17 MiB; on 2 workers
 // 5.98 -> 6.90 M messages/s (medians of 9; 5.3-9.9 and 5.7-11.5: within the noise), on 1 worker
-// 10.68 -> 12.58 M/s (medians of 5; 4.3-11.9 and 11.9-13.1). What still limits 2 workers is the
-// receiver's first cache line (reference count, inbox head, control word), which every push from
-// the other core takes away from it (perf: state::wake 27%, process_table::acquire 24%, deliver 15%).
+// 10.68 -> 12.58 M/s (medians of 5; 4.3-11.9 and 11.9-13.1). What limits 2 workers is the
+// receiver's first cache line (inbox head, control word), which senders on both cores take in
+// turns; a worker's send no longer takes a reference there (delivery.cpp), which took fan_in on 2
+// workers from 11.6 to 16.1 M/s (medians of 5, bench/RESULTS.md, "fan_in: sending without a reference").
 // The checks cost a hop 20 instructions of ~1,020 (`valgrind --tool=callgrind
 // build/release/bench/grove/ring --n 200000 --threads 1`: 203.6 M -> 207.7 M).
 //
