@@ -53,25 +53,18 @@ int worker_index_for(const runtime_state& rt) noexcept {
 
 namespace {
 
-// Steps 1 and 2 of the file comment for a target the caller keeps from being finalized.
-delivery push_and_wake(runtime_state& rt, process* q, pid to, message_node* n, bool wake) noexcept {
-  // acquire: after the exit's fetch_or. An exited process takes nothing more: answer for it now. (If
-  // it exits just after this check, finalize_process answers instead.)
-  if (q->control.load(std::memory_order_acquire) & ctl_exited) {
-    answer_for_exited(rt, to, n);
-    return not_delivered;
-  }
-  delivery result = delivered;
+// Step 2 of the file comment, for a target the caller keeps from being finalized. Runs no user
+// code and sends nothing else, so a worker's send section (below) never nests.
+delivery push_and_wake(runtime_state& rt, process* q, message_node* n, bool wake) noexcept {
   if (wake) {
     const auto why = n->type->is_signal ? trace::wake_cause::signal : trace::wake_cause::message;  // n is q's after the push
     q->mail.push(n);
     rt.wake(q, why);
     // relaxed: a hint read from the line the wake's RMW just brought in; overload.cpp re-reads it
-    if (q->control.load(std::memory_order_relaxed) & ctl_overloaded) result = delivered_to_overloaded;
-  } else if (q->mail.push_lazily(n)) {
-    rt.wake(q, trace::wake_cause::signal);  // a push behind ours may have woken q before our node was linked (mailbox.hpp)
+    return (q->control.load(std::memory_order_relaxed) & ctl_overloaded) ? delivered_to_overloaded : delivered;
   }
-  return result;
+  if (q->mail.push_lazily(n)) rt.wake(q, trace::wake_cause::signal);  // a push behind ours may have woken q before our node was linked (mailbox.hpp)
+  return delivered;
 }
 
 }  // namespace
@@ -84,12 +77,13 @@ delivery deliver(runtime_state& rt, pid to, message_node* n, bool wake, bool ans
       const std::uint32_t seq = w->send_seq.load(std::memory_order_relaxed);
       w->send_seq.store(seq + 1, std::memory_order_relaxed);
       parking_fence(rt);  // the sender's fence of the file comment
-      // acquire: pairs with allocate()'s release of refs, so the pid read next is this incarnation's
+      // acquire: pairs with allocate()'s release of refs, so the pid read next is this incarnation's.
+      // An exited target goes to the slow path, which answers for it outside this section.
       const bool alive = q->refs.load(std::memory_order_acquire) != 0 &&
                          q->pid_bits.load(std::memory_order_relaxed) == to.bits() &&
-                         !(q->control.load(std::memory_order_acquire) & ctl_exited);  // acquire: as in push_and_wake
+                         !(q->control.load(std::memory_order_acquire) & ctl_exited);  // acquire: as below
       delivery result = not_delivered;
-      if (alive) result = push_and_wake(rt, q, to, n, wake);
+      if (alive) result = push_and_wake(rt, q, n, wake);
       // release: a releaser that waits for this change then sees our push (file comment)
       w->send_seq.store(seq + 2, std::memory_order_release);
       if (alive) return result;
@@ -109,7 +103,14 @@ delivery deliver(runtime_state& rt, pid to, message_node* n, bool wake, bool ans
     detail::destroy_node(n);
     return not_delivered;
   }
-  const delivery result = push_and_wake(rt, q, to, n, wake);
+  delivery result = not_delivered;
+  // acquire: after the exit's fetch_or. An exited process takes nothing more: answer for it now. (If
+  // it exits just after this check, finalize_process answers instead: we hold a reference.)
+  if (q->control.load(std::memory_order_acquire) & ctl_exited) {
+    answer_for_exited(rt, to, n);
+  } else {
+    result = push_and_wake(rt, q, n, wake);
+  }
   rt.table.release(q, worker_index_for(rt));
   return result;
 }
