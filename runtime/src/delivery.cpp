@@ -71,7 +71,8 @@ delivery push_and_wake(runtime_state& rt, process* q, message_node* n, bool wake
 
 delivery deliver(runtime_state& rt, pid to, message_node* n, bool wake, bool answer_if_gone) noexcept {
   worker* w = this_worker();
-  if (w && &w->rt == &rt) {
+  if (w && &w->rt != &rt) w = nullptr;  // another runtime's worker sends as a foreign thread does
+  if (w) {
     if (process* q = rt.table.pcb_at(to)) {  // a worker of this runtime, a local pid: no reference
       // relaxed: only this thread writes send_seq; the fence below orders the odd value before our load
       const std::uint32_t seq = w->send_seq.load(std::memory_order_relaxed);
@@ -111,7 +112,7 @@ delivery deliver(runtime_state& rt, pid to, message_node* n, bool wake, bool ans
   } else {
     result = push_and_wake(rt, q, n, wake);
   }
-  rt.table.release(q, worker_index_for(rt));
+  rt.table.release(q, w ? static_cast<int>(w->index) : -1);
   return result;
 }
 

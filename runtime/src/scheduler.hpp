@@ -291,7 +291,8 @@ inline void count_send(runtime_state& rt, process* self) noexcept {
   if (self->kind == process_kind::scheduled) count_owned(rt.workers[self->worker]->messages_sent);
 }
 
-// The seq_cst fence of the parking protocol (parking.cpp, step 2). ThreadSanitizer does not
+// The seq_cst fence of the parking protocol (parking.cpp, step 2), and of the send without a
+// reference (delivery.cpp): both are Dekker's store-fence-load. ThreadSanitizer does not
 // model fences, so under it both sides instead do a seq_cst read-modify-write on one shared word:
 // whichever comes second in that word's order synchronises with the first, which gives the same
 // "one of us sees the other" guarantee in a form TSan checks.

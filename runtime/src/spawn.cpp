@@ -14,12 +14,11 @@
 // worker runs it now, never to return (finish_process, exit_protocol.cpp).
 #include <cxxabi.h>
 
-#include <cstdio>
-#include <typeinfo>
-
-#include <cstring>
 #include <cstddef>
+#include <cstdio>
+#include <cstring>
 #include <new>
+#include <typeinfo>
 
 #include <fmt/format.h>
 

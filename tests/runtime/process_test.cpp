@@ -13,6 +13,19 @@ using grove_test::patience;
 
 namespace {
 struct go {};
+
+// Tells `self` it runs, then waits in a receive for ever, swallowing every exit raised there with a
+// careless catch-all: the runtime raises the exit again at the next runtime call, and in the end
+// ends the process without unwinding (runtime/src/exit_protocol.cpp, "Swallowed exits").
+[[noreturn]] void signal_then_swallow_every_exit(grove::pid self) {
+  grove::send(self, go{});
+  for (;;) {
+    try {
+      grove::receive([](int) {});
+    } catch (...) {
+    }
+  }
+}
 }  // namespace
 
 TEST_CASE("a spawned process runs and can reply to a scoped process") {
@@ -113,16 +126,7 @@ TEST_CASE("a kill cannot be swallowed by catch (...)") {
   grove_test::runtime_fixture rt;
   grove::scoped_process me;
   grove::pid self = me.pid();
-  auto s = grove::spawn_monitor([self] {
-    grove::send(self, go{});
-    for (;;) {
-      try {
-        grove::receive([](int) {});
-      } catch (...) {
-        // a careless catch-all: the runtime raises the exit again at the next runtime call
-      }
-    }
-  });
+  auto s = grove::spawn_monitor([self] { signal_then_swallow_every_exit(self); });
   grove::receive([](go) {});
   grove::exit(s.pid, grove::exit_reason::kill());
   auto d = grove::receive([](grove::down d) { return d; }, grove::after(patience, [] { return grove::down{}; }));
@@ -442,15 +446,7 @@ TEST_CASE("a process's callable on the heap is destroyed once, before its monito
 
     // It swallows its kill until the runtime ends it without unwinding: the callable is destroyed
     // all the same.
-    s = spawn_holding(kind, token, [self] {
-      grove::send(self, go{});
-      for (;;) {
-        try {
-          grove::receive([](int) {});
-        } catch (...) {
-        }
-      }
-    });
+    s = spawn_holding(kind, token, [self] { signal_then_swallow_every_exit(self); });
     grove::receive([](go) {});
     grove::exit(s.pid, grove::exit_reason::kill());
     CHECK(grove::receive([](grove::down d) { return d; }).reason.is_killed());
