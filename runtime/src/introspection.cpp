@@ -418,7 +418,7 @@ system_details system_info() {
 resource_usage resources_in_use() noexcept {
   resource_counters& c = resources();
   resource_usage u;
-  u.processes = c.processes.load(std::memory_order_relaxed);  // statistics
+  u.processes = process_table::processes_in_use();
   u.stack_images = c.stack_images.load(std::memory_order_relaxed);
   u.arenas = c.arenas.load(std::memory_order_relaxed);
   u.timers = c.timers.load(std::memory_order_relaxed);

@@ -1,6 +1,7 @@
 // process_table.cpp: see process_table.hpp.
 #include "process_table.hpp"
 
+#include <algorithm>
 #include <new>
 
 #include "delivery.hpp"
@@ -12,6 +13,28 @@ namespace grove::internal {
 namespace {
 constexpr std::size_t cache_max = 512;    // per-worker free indices kept before spilling
 constexpr std::size_t cache_batch = 256;  // moved between a cache and the global list at once
+
+// One more in a count of process_table::counts: a worker's own with a load and a store (only it
+// writes there: no read-modify-write, its line stays in its core), the foreign set's with an RMW.
+// release: a reader whose sum says "none in use" (acquire) sees what each return published.
+void count_one(std::atomic<std::uint64_t>& c, bool own) noexcept {
+  if (own) {
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  } else {
+    c.fetch_add(1, std::memory_order_acq_rel);  // acq_rel: as the release above, among foreign threads
+  }
+}
+
+// Every live table, for processes_in_use (process-wide), and what tables already destroyed left out.
+struct table_registry {
+  std::mutex lock;
+  std::vector<const process_table*> tables;  // guarded by lock
+  std::uint64_t left_out = 0;                // guarded by lock
+};
+table_registry& tables() noexcept {
+  static auto* r = new table_registry;  // never destroyed: a detached worker may end a runtime after exit's destructors
+  return *r;
+}
 }  // namespace
 
 process_table::process_table(grove::runtime::state& owner, std::size_t limit, unsigned workers)
@@ -20,9 +43,23 @@ process_table::process_table(grove::runtime::state& owner, std::size_t limit, un
   capacity_ = (capacity_ + chunk_processes - 1) / chunk_processes * chunk_processes;
   reserved_bytes_ = capacity_ * sizeof(process);
   base_ = static_cast<process*>(reserve_region(reserved_bytes_, true));
+  auto& r = tables();
+  std::lock_guard<std::mutex> g(r.lock);
+  try {
+    r.tables.push_back(this);
+  } catch (...) {
+    release_region(base_, reserved_bytes_);
+    throw;
+  }
 }
 
 process_table::~process_table() {
+  {
+    auto& r = tables();
+    std::lock_guard<std::mutex> g(r.lock);
+    r.left_out += in_use(&counts::out, &counts::back);
+    r.tables.erase(std::find(r.tables.begin(), r.tables.end(), this));
+  }
   std::uint32_t n = constructed_.load(std::memory_order_acquire);
   for (std::uint32_t i = 0; i < n; ++i) base_[i].~process();
   release_region(base_, reserved_bytes_);
@@ -102,8 +139,9 @@ process* process_table::allocate(int worker, process_kind kind) {
   p->control.store(ctl_notified, std::memory_order_relaxed);  // born queued: wakes are no-ops until its first run (scheduler.cpp)
   p->has_name.store(false, std::memory_order_relaxed);                                  // likewise
   p->reset(kind);  // kind is read by wake() through any pid, however the waker got it: published with the rest
-  count_up(resources().processes);
-  if (kind == process_kind::scheduled) scheduled_in_use_.fetch_add(1, std::memory_order_relaxed);  // before the PCB is visible
+  counts& c = counts_for(worker);  // before the PCB is visible
+  count_one(c.out, &c != &foreign_counts_);
+  if (kind == process_kind::scheduled) count_one(c.scheduled_out, &c != &foreign_counts_);
   p->refs.store(1, std::memory_order_release);  // publishes the fields above to acquire() in other threads
   return p;
 }
@@ -130,14 +168,37 @@ void process_table::release(process* p, int worker) noexcept {
   // acq_rel: the last releaser must see every other holder's pushes (acquire); ours are published (release)
   if (p->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   finalize_process(owner_, p);
-  count_down(resources().processes);
   const bool scheduled = p->kind == process_kind::scheduled;
   give_index(static_cast<std::uint32_t>(p - base_), worker);
+  counts& c = counts_for(worker);
+  count_one(c.back, &c != &foreign_counts_);
   if (scheduled) {
-    // acq_rel: a waiter that reads zero (acquire) sees everything this process's exit released
-    scheduled_in_use_.fetch_sub(1, std::memory_order_acq_rel);
+    count_one(c.scheduled_back, &c != &foreign_counts_);  // a waiter that sums zero sees what this exit released
     owner_.scheduled_released();
   }
+}
+
+std::uint64_t process_table::in_use(std::atomic<std::uint64_t> counts::*out, std::atomic<std::uint64_t> counts::*back) const noexcept {
+  // Every `back` first, then every `out` (acquire: a later load is not read before an earlier one):
+  // returns read early and hand-outs read late make the sum at least the true number at the moment
+  // between the two passes.
+  std::uint64_t returned = (foreign_counts_.*back).load(std::memory_order_acquire);
+  for (const worker_cache& w : caches_) returned += (w.counted.*back).load(std::memory_order_acquire);
+  std::uint64_t handed = (foreign_counts_.*out).load(std::memory_order_acquire);
+  for (const worker_cache& w : caches_) handed += (w.counted.*out).load(std::memory_order_acquire);
+  return handed - returned;
+}
+
+std::size_t process_table::scheduled_in_use() const noexcept {
+  return static_cast<std::size_t>(in_use(&counts::scheduled_out, &counts::scheduled_back));
+}
+
+std::size_t process_table::processes_in_use() noexcept {
+  auto& r = tables();
+  std::lock_guard<std::mutex> g(r.lock);
+  std::uint64_t n = r.left_out;
+  for (const process_table* t : r.tables) n += t->in_use(&counts::out, &counts::back);
+  return static_cast<std::size_t>(n);
 }
 
 }  // namespace grove::internal

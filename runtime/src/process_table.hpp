@@ -21,6 +21,18 @@
 //   - Free indices are cached per worker (no lock on the spawn path) and spill to a global list.
 //   - The limit counts live processes (spawned, not yet exited). Exited PCBs still referenced by an
 //     in-flight sender take an index for a moment; the margin above the limit absorbs them.
+//   - PCBs handed out and returned are counted where it happens, per worker (a load and a store on
+//     the worker's own line: only it writes there) or, for other threads, in one shared set of counts
+//     (read-modify-writes); a reader sums them (scheduled_in_use, processes_in_use). The counts only
+//     grow, and a reader sums every "returned" before any "handed out", so a sum is never below the
+//     number in use at some moment during the read: a zero is real, a stop() or wait_until_idle
+//     never sees one early. Measured: one shared counter for each, updated at every spawn and
+//     exit, was ~20% of skynet on 2 workers, the line moving between the cores at each update
+//     (`nice -n -20 build/release/bench/grove/skynet --threads 2`, alternating: 0.68-0.71 s with
+//     them, 0.54-0.55 s without; bench/RESULTS.md, "skynet: counting where it happens").
+//     Rejected: counting per thread for all threads (a thread-local registry, as message nodes are
+//     counted in memory.cpp): a process is often returned by another thread than the one that
+//     spawned it, and the per-runtime sums need only the workers' own lines.
 #pragma once
 
 #include <atomic>
@@ -64,8 +76,12 @@ class process_table {
 
   std::size_t live() const noexcept { return live_.load(std::memory_order_acquire); }
   // PCBs of scheduled processes handed out and not yet back (alive, or exited and still referenced):
-  // zero means every exited process's PCB, stack image, arena and messages are released.
-  std::size_t scheduled_in_use() const noexcept { return scheduled_in_use_.load(std::memory_order_acquire); }
+  // zero means every exited process's PCB, stack image, arena and messages are released. Never
+  // below the true number at some moment during the call (the design above).
+  std::size_t scheduled_in_use() const noexcept;
+  // PCBs of either kind handed out and not yet finalized, over every table of the program
+  // (resources_in_use): those of tables destroyed with PCBs still out stay counted.
+  static std::size_t processes_in_use() noexcept;
   std::size_t limit() const noexcept { return limit_; }
   grove::runtime::state& owner() const noexcept { return owner_; }
   // Whether addr lies in the table (a PCB's embedded timer, timers.cpp), and the PCB holding it.
@@ -107,8 +123,23 @@ class process_table {
   std::size_t capacity_ = 0;  // PCBs reserved (limit plus margin)
   std::size_t reserved_bytes_ = 0;
   std::size_t limit_ = 0;
+  // PCBs handed out and returned (finalized): only ever grow. A worker's are written by it alone
+  // (count_one); the foreign set by any other thread.
+  struct counts {
+    std::atomic<std::uint64_t> out{0};             // either kind
+    std::atomic<std::uint64_t> back{0};
+    std::atomic<std::uint64_t> scheduled_out{0};   // scheduled processes only
+    std::atomic<std::uint64_t> scheduled_back{0};
+  };
+  counts& counts_for(int worker) noexcept {
+    return worker >= 0 && static_cast<std::size_t>(worker) < caches_.size() ? caches_[static_cast<std::size_t>(worker)].counted
+                                                                           : foreign_counts_;
+  }
+  // Sums `back` then `out` over every set of counts (the design above).
+  std::uint64_t in_use(std::atomic<std::uint64_t> counts::*out, std::atomic<std::uint64_t> counts::*back) const noexcept;
+
   alignas(64) std::atomic<std::size_t> live_{0};        // shared: live processes
-  std::atomic<std::size_t> scheduled_in_use_{0};         // shared: see scheduled_in_use()
+  alignas(64) counts foreign_counts_;                   // shared: threads that are not this runtime's workers
   alignas(64) std::atomic<std::uint32_t> next_fresh_{0};  // shared: next never-used index
   std::atomic<std::uint32_t> constructed_{0};           // shared: PCBs [0, n) are constructed (release-published)
   std::mutex construct_lock_;                           // guards chunk construction
@@ -116,6 +147,7 @@ class process_table {
   std::vector<std::uint32_t> free_;                     // guarded by free_lock_
   struct alignas(64) worker_cache {
     std::vector<std::uint32_t> indices;                 // owner: that worker's thread
+    counts counted;                                     // that worker writes, anyone reads
   };
   std::vector<worker_cache> caches_;
 };

@@ -1,4 +1,5 @@
-// resources.hpp: counts of what Grove holds, for resources_in_use() (the tests' leak check).
+// resources.hpp: counts of what Grove holds, for resources_in_use() (the tests' leak check); PCBs
+// are counted by their tables (process_table::processes_in_use).
 // Process-wide (not per runtime), relaxed: they are statistics, read when nothing else runs.
 #pragma once
 
@@ -8,7 +9,6 @@
 namespace grove::internal {
 
 struct resource_counters {
-  std::atomic<std::size_t> processes{0};     // PCBs handed out and not yet finalized
   std::atomic<std::size_t> stack_images{0};  // stack image buffers
   std::atomic<std::size_t> arenas{0};
   std::atomic<std::size_t> timers{0};        // pending send_after timers

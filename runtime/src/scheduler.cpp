@@ -203,7 +203,8 @@ void runtime::state::scheduled_released() noexcept {
   // Only the last scheduled PCB to come back wakes a waiting stop() or wait_until_idle(): a million
   // exits must not mean a million futex wakes. (The waiter also re-checks on a short timeout, so a
   // race here only delays it.)
-  if (table.scheduled_in_use() == 0 && idle_waiters.load(std::memory_order_acquire) != 0) {  // pairs with the waiter's increment
+  // The waiters first: summing the counts reads every worker's line (process_table.hpp).
+  if (idle_waiters.load(std::memory_order_acquire) != 0 && table.scheduled_in_use() == 0) {  // pairs with the waiter's increment
     std::lock_guard<std::mutex> g(exits_lock);
     exits_cv.notify_all();
   }
