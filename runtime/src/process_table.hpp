@@ -28,8 +28,8 @@
 //     number in use at some moment during the read: a zero is real, a stop() or wait_until_idle
 //     never sees one early. Measured: one shared counter for each, updated at every spawn and
 //     exit, was ~20% of skynet on 2 workers, the line moving between the cores at each update
-//     (`nice -n -20 build/release/bench/grove/skynet --threads 2`, alternating: 0.68-0.71 s with
-//     them, 0.54-0.55 s without; bench/RESULTS.md, "skynet: counting where it happens").
+//     (`nice -n -20 build/release/bench/grove/skynet --threads 2`, alternating: 0.669-0.691 s with
+//     them, 0.526-0.547 s counted per worker; bench/RESULTS.md, "skynet: counting where it happens").
 //     Rejected: counting per thread for all threads (a thread-local registry, as message nodes are
 //     counted in memory.cpp): a process is often returned by another thread than the one that
 //     spawned it, and the per-runtime sums need only the workers' own lines.
