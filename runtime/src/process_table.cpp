@@ -13,6 +13,8 @@ namespace grove::internal {
 namespace {
 constexpr std::size_t cache_max = 512;    // per-worker free indices kept before spilling
 constexpr std::size_t cache_batch = 256;  // moved between a cache and the global list at once
+// Room under the limit a worker reserves at once; it keeps at most twice that (process_table.hpp).
+constexpr std::int64_t reserve_batch = 64;
 
 // One more in a count of process_table::counts: a worker's own with a load and a store (only it
 // writes there: no read-modify-write, its line stays in its core), the foreign set's with an RMW.
@@ -38,7 +40,7 @@ table_registry& tables() noexcept {
 }  // namespace
 
 process_table::process_table(grove::runtime::state& owner, std::size_t limit, unsigned workers)
-    : owner_(owner), limit_(limit), caches_(workers) {
+    : owner_(owner), limit_(limit), unreserved_(static_cast<std::int64_t>(limit)), caches_(workers) {
   capacity_ = limit + limit / 64 + 1024;
   capacity_ = (capacity_ + chunk_processes - 1) / chunk_processes * chunk_processes;
   reserved_bytes_ = capacity_ * sizeof(process);
@@ -122,14 +124,72 @@ void process_table::give_index(std::uint32_t index, int worker) noexcept {
   }
 }
 
-process* process_table::allocate(int worker, process_kind kind) {
-  if (live_.fetch_add(1, std::memory_order_acq_rel) >= limit_) {  // acq_rel: one total order of spawns and exits
-    live_.fetch_sub(1, std::memory_order_acq_rel);
-    return nullptr;
+std::int64_t process_table::take_unreserved(std::int64_t most) noexcept {
+  std::int64_t have = unreserved_.load(std::memory_order_relaxed);
+  // acq_rel: one order of takes and returns on the rest, as the shared count had
+  while (have > 0 && !unreserved_.compare_exchange_weak(have, have - std::min(have, most), std::memory_order_acq_rel,
+                                                        std::memory_order_relaxed)) {
   }
+  return have > 0 ? std::min(have, most) : 0;
+}
+
+void process_table::take_back_reservations() noexcept {
+  for (worker_cache& w : caches_) {
+    // acq_rel: a worker's later take reads zero, or what it returned after this
+    const std::int64_t had = w.reserved.exchange(0, std::memory_order_acq_rel);
+    if (had > 0) unreserved_.fetch_add(had, std::memory_order_acq_rel);
+  }
+}
+
+bool process_table::take_room(int worker) noexcept {
+  if (worker >= 0 && static_cast<std::size_t>(worker) < caches_.size()) {
+    auto& reserved = caches_[static_cast<std::size_t>(worker)].reserved;
+    std::int64_t have = reserved.load(std::memory_order_relaxed);
+    // acq_rel: against take_back_reservations' exchange (no room is taken twice)
+    while (have > 0)
+      if (reserved.compare_exchange_weak(have, have - 1, std::memory_order_acq_rel, std::memory_order_relaxed)) return true;
+    std::int64_t got = take_unreserved(reserve_batch);
+    if (got == 0) {
+      take_back_reservations();
+      got = take_unreserved(reserve_batch);
+    }
+    if (got == 0) return false;
+    if (got > 1) reserved.fetch_add(got - 1, std::memory_order_acq_rel);  // acq_rel: as above
+    return true;
+  }
+  if (take_unreserved(1) == 1) return true;
+  take_back_reservations();
+  return take_unreserved(1) == 1;
+}
+
+void process_table::mark_exited(int worker) noexcept {
+  if (worker >= 0 && static_cast<std::size_t>(worker) < caches_.size()) {
+    auto& reserved = caches_[static_cast<std::size_t>(worker)].reserved;
+    std::int64_t have = reserved.fetch_add(1, std::memory_order_acq_rel) + 1;  // acq_rel: as in take_room
+    // More than two batches: one goes back, so room does not pile up on a worker that only exits.
+    while (have > 2 * reserve_batch) {
+      if (reserved.compare_exchange_weak(have, have - reserve_batch, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+        unreserved_.fetch_add(reserve_batch, std::memory_order_acq_rel);
+        break;
+      }
+    }
+    return;
+  }
+  unreserved_.fetch_add(1, std::memory_order_acq_rel);  // acq_rel: as in take_unreserved
+}
+
+std::size_t process_table::live() const noexcept {
+  std::int64_t free = unreserved_.load(std::memory_order_acquire);
+  for (const worker_cache& w : caches_) free += w.reserved.load(std::memory_order_acquire);
+  const std::int64_t n = static_cast<std::int64_t>(limit_) - free;
+  return n > 0 ? static_cast<std::size_t>(n) : 0;
+}
+
+process* process_table::allocate(int worker, process_kind kind) {
+  if (!take_room(worker)) return nullptr;
   std::uint32_t index = take_index(worker);
   if (index == ~std::uint32_t{0}) {
-    live_.fetch_sub(1, std::memory_order_acq_rel);
+    mark_exited(worker);
     return nullptr;
   }
   process* p = base_ + index;

@@ -21,6 +21,15 @@
 //   - Free indices are cached per worker (no lock on the spawn path) and spill to a global list.
 //   - The limit counts live processes (spawned, not yet exited). Exited PCBs still referenced by an
 //     in-flight sender take an index for a moment; the margin above the limit absorbs them.
+//   - The limit is kept without a shared counter on the spawn path: a worker reserves room for
+//     reserve_batch processes at a time from the unreserved rest (one shared atomic), spawns from its
+//     reservation (a CAS on its own line), and an exit on a worker returns the room to that worker's
+//     reservation, a batch going back once it holds more than two. So live + unreserved + every
+//     reservation == the limit, always. A spawn that finds no room anywhere first takes every
+//     worker's reservation back into the unreserved rest, so a spawn fails only when the live
+//     processes fill the limit: exact, from any thread, as a single shared count was. Measured with
+//     the shared count (a fetch_add at every spawn, a fetch_sub at every exit): 0.07 s of a 0.54 s
+//     skynet on 2 workers (bench/RESULTS.md, "skynet: counting where it happens").
 //   - PCBs handed out and returned are counted where it happens, per worker (a load and a store on
 //     the worker's own line: only it writes there) or, for other threads, in one shared set of counts
 //     (read-modify-writes); a reader sums them (scheduled_in_use, processes_in_use). The counts only
@@ -71,10 +80,11 @@ class process_table {
   }
   // Drops a reference; the last one finalizes and recycles the PCB. worker as for allocate.
   void release(process* p, int worker) noexcept;
-  // A live process has exited: it no longer counts against the limit.
-  void mark_exited() noexcept { live_.fetch_sub(1, std::memory_order_acq_rel); }  // acq_rel: pairs with waiters in wait_until_idle
+  // A live process has exited: it no longer counts against the limit. worker as for allocate.
+  void mark_exited(int worker) noexcept;
 
-  std::size_t live() const noexcept { return live_.load(std::memory_order_acquire); }
+  // Live processes: exact when no spawn or exit runs meanwhile.
+  std::size_t live() const noexcept;
   // PCBs of scheduled processes handed out and not yet back (alive, or exited and still referenced):
   // zero means every exited process's PCB, stack image, arena and messages are released. Never
   // below the true number at some moment during the call (the design above).
@@ -138,7 +148,12 @@ class process_table {
   // Sums `back` then `out` over every set of counts (the design above).
   std::uint64_t in_use(std::atomic<std::uint64_t> counts::*out, std::atomic<std::uint64_t> counts::*back) const noexcept;
 
-  alignas(64) std::atomic<std::size_t> live_{0};        // shared: live processes
+  // Room under the limit (the design above). Signed: a sum over them may see a moment's negative.
+  bool take_room(int worker) noexcept;
+  std::int64_t take_unreserved(std::int64_t most) noexcept;
+  void take_back_reservations() noexcept;
+
+  alignas(64) std::atomic<std::int64_t> unreserved_{0};  // shared: the limit minus live processes and reservations
   alignas(64) counts foreign_counts_;                   // shared: threads that are not this runtime's workers
   alignas(64) std::atomic<std::uint32_t> next_fresh_{0};  // shared: next never-used index
   std::atomic<std::uint32_t> constructed_{0};           // shared: PCBs [0, n) are constructed (release-published)
@@ -148,6 +163,9 @@ class process_table {
   struct alignas(64) worker_cache {
     std::vector<std::uint32_t> indices;                 // owner: that worker's thread
     counts counted;                                     // that worker writes, anyone reads
+    // Room for that many more processes reserved by that worker: it takes and returns (CAS, RMW);
+    // a spawn at the limit takes all of it back (exchange).
+    std::atomic<std::int64_t> reserved{0};
   };
   std::vector<worker_cache> caches_;
 };

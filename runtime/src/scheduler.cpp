@@ -196,7 +196,7 @@ void runtime::state::schedule(process* p) {
 
 void runtime::state::process_exited(process* p) noexcept {
   if (p->kind == process_kind::scoped) scoped_live.fetch_sub(1, std::memory_order_relaxed);  // statistics for stop()
-  table.mark_exited();
+  table.mark_exited(worker_index_for(*this));
 }
 
 void runtime::state::scheduled_released() noexcept {

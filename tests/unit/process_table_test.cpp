@@ -37,9 +37,9 @@ std::shared_ptr<grove::runtime::state> idle_state(std::size_t process_limit) {
 }
 
 // What a process's exit does to the table: stop counting it live, drop its life reference.
-void end_life(process_table& t, process* p) {
-  t.mark_exited();
-  t.release(p, -1);
+void end_life(process_table& t, process* p, int worker = -1) {
+  t.mark_exited(worker);
+  t.release(p, worker);
 }
 
 // Allocates until a process lands on `index` (the free list's order is the table's business), keeping
@@ -123,6 +123,64 @@ TEST_CASE("the table refuses a process past the limit and accepts one again afte
   CHECK(t.allocate(-1) == nullptr);
   for (process* p : live) end_life(t, p);
   CHECK(t.live() == 0);
+}
+
+// A worker reserves room under the limit in batches and keeps what its exits return
+// (process_table.hpp): none of that may make the limit less exact, for it or for anyone else.
+TEST_CASE("room a worker reserved under the limit is taken back when another thread reaches it, and the limit stays exact") {
+  constexpr std::size_t limit = 300;
+  auto st = idle_state(limit);  // one worker, index 0, that never runs: this thread plays it
+  process_table& t = st->table;
+  const std::size_t baseline = grove::resources_in_use().processes;
+  std::vector<process*> on_worker, foreign;
+  for (int i = 0; i < 100; ++i) {
+    process* p = t.allocate(0);
+    REQUIRE(p != nullptr);
+    on_worker.push_back(p);
+  }
+  CHECK(t.live() == 100);
+  // The other 200 from a foreign thread: part of them is room the worker reserved and has not used.
+  for (std::size_t i = 0; i < 2 * limit; ++i) {
+    process* p = t.allocate(-1);
+    if (p == nullptr) break;
+    foreign.push_back(p);
+  }
+  CHECK(foreign.size() == limit - 100);
+  CHECK(t.live() == limit);
+  CHECK(t.allocate(0) == nullptr);  // and for the worker too
+  CHECK(t.live() == limit);
+
+  // Exits on the worker return room to it; the foreign thread finds exactly that much.
+  for (int i = 0; i < 10; ++i) {
+    end_life(t, on_worker.back(), 0);
+    on_worker.pop_back();
+  }
+  CHECK(t.live() == limit - 10);
+  std::size_t refilled = 0;
+  while (process* p = t.allocate(-1)) {
+    foreign.push_back(p);
+    ++refilled;
+  }
+  CHECK(refilled == 10);
+
+  // Many exits on the worker (more than it keeps reserved), then the worker fills the table again.
+  for (process* p : on_worker) end_life(t, p, 0);
+  on_worker.clear();
+  for (int i = 0; i < 150; ++i) {
+    end_life(t, foreign.back(), 0);
+    foreign.pop_back();
+  }
+  const std::size_t room = limit - foreign.size();
+  CHECK(t.live() == foreign.size());
+  while (process* p = t.allocate(0)) on_worker.push_back(p);
+  CHECK(on_worker.size() == room);
+  CHECK(t.live() == limit);
+  CHECK(t.allocate(-1) == nullptr);
+
+  for (process* p : on_worker) end_life(t, p, 0);
+  for (process* p : foreign) end_life(t, p);
+  CHECK(t.live() == 0);
+  CHECK(grove::resources_in_use().processes == baseline);
 }
 
 TEST_CASE("a reference taken by a lookup keeps the entry from being reused until it is dropped") {
