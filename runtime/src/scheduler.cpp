@@ -41,6 +41,12 @@
 //    worker that computes for a long time without a runtime call is taken by an idle worker within
 //    ~0.4 ms (up to ~5 ms after a quiet spell) instead of waiting for the computation to end, and a
 //    ping-pong pair's idle neighbour wakes ~200 times a second, not 5,000.
+// 7. A worker stuck in one process (blocked in a syscall, or computing without runtime calls) for
+//    1 ms: at the first round of each kernel tick, a busy worker takes half of its local queue (else
+//    its LIFO slot), as an idle one would, so the processes queued behind the stuck one wait a tick
+//    or two, not for the syscall to end, when no worker is idle (Go's sysmon retakes a P from a
+//    thread in a syscall for the same reason). Once a tick and only when some other worker has
+//    queued work: the scan reads each worker's queue length, and the clock when one has work.
 //
 // ## Process states (the control word) and the "already queued" bit
 // Three bits (process.hpp): NOTIFIED (queued: in a run queue or a slot's waiters), RUNNING (a worker

@@ -166,6 +166,7 @@ class worker {
   void finish_park(process* p, void* fctx);
   void after_park(process* p);
   void advance_timers(std::uint64_t coarse_now);
+  process* take_from_stuck_worker();
   bool has_visible_work() const noexcept;
   bool may_leave() const noexcept;
 

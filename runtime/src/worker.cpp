@@ -30,6 +30,12 @@ constexpr std::uint64_t stranded_timer_grace_ns = 1'000'000;
 // tokio's event_interval. One epoll_wait that finds nothing costs ~110 ns here
 // (bench/grove/poller_probe.cpp), a round ~50-100 ns: under 2% of a busy worker's time.
 constexpr std::uint32_t io_reap_rounds = 61;
+// A busy worker takes the queued processes of a worker whose switch count has not moved for this
+// long (scheduler.cpp, "Where work comes from", 7.). Longer than stuck_worker_ns, the idle thief's
+// bar: two busy workers should not trade queues over a process that runs a few hundred µs; equal
+// to the grace after which a stranded timer is taken over, so a process woken by such a timer and
+// one queued behind the same stuck process wait alike.
+constexpr std::uint64_t stuck_for_busy_thief_ns = stranded_timer_grace_ns;
 }  // namespace
 
 worker::worker(runtime_state& r, unsigned i)
@@ -193,6 +199,43 @@ process* worker::steal_from_others() {
   return nullptr;
 }
 
+// Once a kernel tick, from a busy worker (find_work): the processes queued on a worker stuck in one
+// process (blocked in a syscall, or computing without runtime calls) for stuck_for_busy_thief_ns.
+// Idle workers steal them anyway (steal_from_others); with every other worker busy nobody did, and
+// a process made runnable on a worker blocked in read(2) waited for the read to end
+// (tests/runtime/scheduler_test.cpp, "queued behind a worker blocked in a syscall"). Half of its
+// local queue, else its LIFO slot. The clock is read only when some other worker has queued work.
+process* worker::take_from_stuck_worker() {
+  const unsigned n = static_cast<unsigned>(rt.workers.size());
+  std::uint64_t now = 0;
+  for (unsigned v = 0; v < n; ++v) {
+    if (v == index) continue;
+    worker& victim = *rt.workers[v];
+    // relaxed: hints; steal_half and the exchange decide
+    if (victim.local.size() == 0 && victim.runnext.load(std::memory_order_relaxed) == nullptr) continue;
+    if (now == 0) now = now_ns();
+    const std::uint64_t sw = victim.switches.load(std::memory_order_relaxed);  // a heuristic, as in steal_from_others
+    if (seen_switches_[v].count != sw) {
+      seen_switches_[v] = {sw, now};
+      continue;
+    }
+    if (now - seen_switches_[v].since < stuck_for_busy_thief_ns) continue;
+    process* batch[run_queue::capacity / 2];
+    std::uint32_t got = victim.local.steal_half(batch);
+    if (got == 0) {
+      batch[0] = victim.runnext.exchange(nullptr, std::memory_order_acq_rel);  // acq_rel: see push_runnext
+      if (batch[0] == nullptr) continue;
+      got = 1;
+    }
+    steals.fetch_add(got, std::memory_order_relaxed);  // statistics
+    if (tracing(event_kind::steal, batch[0])) [[unlikely]]
+      record(event_kind::steal, 0, got, batch[0]->id().bits(), v);
+    for (std::uint32_t i = 1; i < got; ++i) push_local(batch[i]);  // ours may be full: push_local overflows
+    return batch[0];
+  }
+  return nullptr;
+}
+
 process* worker::find_work() {
   ++tick_;
   const std::uint64_t coarse = coarse_now_ns();  // ~6 ns (clock.hpp); its cost: advance_timers
@@ -207,6 +250,7 @@ process* worker::find_work() {
   if (new_tick || tick_ % io_reap_rounds == 0) reap_io();
   process* p = nullptr;
   if ((new_tick || tick_ % global_queue_interval == 0) && rt.injector.try_pop(p)) return p;
+  if (new_tick && (p = take_from_stuck_worker())) return p;
   // scheduler.cpp, "Pinned": every other round first. relaxed: a hint, take_pinned decides
   const bool pinned_work = pinned_head_ != nullptr || pinned_pending.load(std::memory_order_relaxed);
   if (pinned_work && (tick_ & 1) == 0 && (p = take_pinned())) return p;

@@ -1,9 +1,12 @@
 // Scheduling across workers: migration of started processes, stealing, many processes.
 #include "support/fixture.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <set>
 #include <vector>
 
@@ -162,6 +165,60 @@ TEST_CASE("a process spawned or woken by one that keeps computing runs on an idl
   auto [spawned_ran, woken_ran] = grove::receive([](std::pair<bool, bool> r) { return r; });
   CHECK(spawned_ran);
   CHECK(woken_ran);
+}
+
+TEST_CASE("a process queued behind a worker blocked in a syscall runs while every other worker computes") {
+  // Two workers: one runs a process that computes 5 ms between yields (always busy, so it never
+  // steals as an idle worker does), the other blocks in read(2) with a process queued behind the
+  // blocker. Nobody is idle: a busy worker must take the queued one (scheduler.cpp, "Where work comes
+  // from", 7.). It used to wait for the read to end, which here is never before the test gives up.
+  grove_test::runtime_fixture rt({.workers = 2});
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  grove_test::computing_process busy(5ms);
+  const grove::pid busy_pid = busy.pid();
+  REQUIRE(grove_test::wait_until([s = busy.slices()] { return s->load(std::memory_order_relaxed) > 0; }));  // relaxed: a count
+  struct outcome {
+    bool arrived = false;
+    bool ran_during_read = false;
+    int blocker_worker = -1;
+    int busy_worker = -2;  // where the computing process is when the queued one runs
+  };
+  bool checked = false;
+  for (int attempt = 0; attempt < 10 && !checked; ++attempt) {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    auto read_over = std::make_shared<std::atomic<bool>>(false);
+    auto blocker_worker = std::make_shared<std::atomic<int>>(-1);
+    const int read_end = fds[0];
+    grove::spawn([=] {
+      grove::spawn([=] {  // into the LIFO slot, then moved to the local queue by the next spawn
+        const auto busy_info = grove::process_info(busy_pid);
+        grove::send(self, outcome{true, !read_over->load(), blocker_worker->load(), busy_info ? busy_info->worker : -2});
+      });
+      grove::spawn([=] {  // into the LIFO slot: runs here when this process exits, before the queue
+        blocker_worker->store(grove::process_info(grove::self())->worker);
+        char c;
+        (void)!::read(read_end, &c, 1);  // holds this worker until the test writes
+        read_over->store(true);
+      });
+    });
+    const outcome o = grove::receive([](outcome r) { return r; }, grove::after(patience, [] { return outcome{}; }));
+    REQUIRE(::write(fds[1], "x", 1) == 1);
+    CHECK(grove_test::wait_until([&] { return read_over->load(); }));
+    ::close(fds[0]);
+    ::close(fds[1]);
+    if (!o.arrived) {  // given up on: the queued process never ran during the read
+      CHECK(o.arrived);
+      break;
+    }
+    // Not the case under test: the queued one ran before the blocker started, or the blocker ran
+    // where the computing process was (an idle worker took the queued one).
+    if (o.blocker_worker == -1 || o.busy_worker == o.blocker_worker) continue;
+    checked = true;
+    CHECK(o.ran_during_read);
+  }
+  CHECK(checked);
 }
 
 TEST_CASE("a process spawned after another exits takes its execution stack, and evicts no parked process") {

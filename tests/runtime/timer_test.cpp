@@ -180,7 +180,10 @@ TEST_CASE("a timer on a worker blocked in a syscall fires while every other work
   // yields, so no worker is idle and nobody sleeps in the poller to fire due wheels. The busy worker
   // must take over the blocked worker's due timer at its next scheduling round. It used to look at
   // other workers' wheels only every 16th round, so a 2 ms receive timeout waited up to 16 slices
-  // (80 ms); the bound of 4 slices leaves room for a slow machine.
+  // (80 ms); the bound of 4 slices leaves room for a slow machine. When the blocked worker is slow to
+  // reach the blocker (a loaded machine), it fires the timer itself first and the woken waiter is
+  // queued behind the blocker: then the busy worker must take the waiter from its queue
+  // (scheduler_test.cpp, "queued behind a worker blocked in a syscall").
   grove_test::runtime_fixture rt({.workers = 2});
   grove::scoped_process me;
   const grove::pid self = me.pid();

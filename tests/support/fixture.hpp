@@ -69,6 +69,7 @@ class computing_process {
   computing_process(const computing_process&) = delete;
   computing_process& operator=(const computing_process&) = delete;
   std::shared_ptr<const std::atomic<long>> slices() const;
+  grove::pid pid() const { return pid_; }
 
  private:
   struct state;
