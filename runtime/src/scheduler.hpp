@@ -167,6 +167,9 @@ class worker {
   void after_park(process* p);
   void advance_timers(std::uint64_t coarse_now);
   process* take_from_stuck_worker();
+  enum class stillness { moved, still, stuck };
+  stillness watch_switches(unsigned v, std::uint64_t now, std::uint64_t stuck_after_ns);
+  process* keep_stolen(process* const* batch, std::uint32_t got, unsigned v);
   bool has_visible_work() const noexcept;
   bool may_leave() const noexcept;
 

@@ -155,6 +155,27 @@ process* worker::take_local() {
   return runnext.exchange(nullptr, std::memory_order_acq_rel);  // the queue is empty: the cap does not matter
 }
 
+// How long worker v's switch count has stood still, as far as we have watched it: moved (a count we
+// had not seen: we start watching it now), still for less than stuck_after_ns, or stuck.
+worker::stillness worker::watch_switches(unsigned v, std::uint64_t now, std::uint64_t stuck_after_ns) {
+  const std::uint64_t sw = rt.workers[v]->switches.load(std::memory_order_relaxed);  // a heuristic: any recent value will do
+  sighting& seen = seen_switches_[v];
+  if (seen.count != sw) {
+    seen = {sw, now};
+    return stillness::moved;
+  }
+  return now - seen.since < stuck_after_ns ? stillness::still : stillness::stuck;
+}
+
+// What a thief took from worker v: batch[0] to run, the rest into our queue, counted and traced.
+process* worker::keep_stolen(process* const* batch, std::uint32_t got, unsigned v) {
+  steals.fetch_add(got, std::memory_order_relaxed);  // statistics
+  if (tracing(event_kind::steal, batch[0])) [[unlikely]]
+    record(event_kind::steal, 0, got, batch[0]->id().bits(), v);
+  for (std::uint32_t i = 1; i < got; ++i) push_local(batch[i]);  // ours may be full: push_local overflows
+  return batch[0];
+}
+
 process* worker::steal_from_others() {
   const unsigned n = static_cast<unsigned>(rt.workers.size());
   if (n < 2) return nullptr;
@@ -167,34 +188,19 @@ process* worker::steal_from_others() {
     unsigned v = (start + k) % n;
     if (v == index) continue;
     worker& victim = *rt.workers[v];
-    std::uint32_t got = victim.local.steal_half(batch);
-    if (got == 0) {
-      // Its LIFO slot only if the victim is stuck in one process (scheduler.cpp, "Where work comes
-      // from"): its switch count has not moved for stuck_worker_ns since we first saw that count.
-      if (victim.runnext.load(std::memory_order_relaxed) == nullptr) continue;  // a hint; the exchange decides
-      std::uint64_t sw = victim.switches.load(std::memory_order_relaxed);      // a heuristic: any recent value will do
-      std::uint64_t now = now_ns();
-      if (seen_switches_[v].count != sw) {
-        seen_switches_[v] = {sw, now};
-        continue;
-      }
-      if (now - seen_switches_[v].since < stuck_worker_ns) {
+    if (std::uint32_t got = victim.local.steal_half(batch)) return keep_stolen(batch, got, v);
+    // Its LIFO slot only if the victim is stuck in one process (scheduler.cpp, "Where work comes
+    // from"): its switch count has not moved for stuck_worker_ns since we first saw that count.
+    if (victim.runnext.load(std::memory_order_relaxed) == nullptr) continue;  // a hint; the exchange decides
+    switch (watch_switches(v, now_ns(), stuck_worker_ns)) {
+      case stillness::moved: continue;
+      case stillness::still:
         suspect_ = true;  // maybe stuck: if we park, look again soon (park's watch)
         continue;
-      }
-      if (process* p = victim.runnext.exchange(nullptr, std::memory_order_acq_rel)) {  // acq_rel: see push_runnext
-        steals.fetch_add(1, std::memory_order_relaxed);  // statistics
-        if (tracing(event_kind::steal, p)) [[unlikely]]
-          record(event_kind::steal, 0, 1, p->id().bits(), v);
-        return p;
-      }
-      continue;
+      case stillness::stuck: break;
     }
-    steals.fetch_add(got, std::memory_order_relaxed);  // statistics
-    if (tracing(event_kind::steal, batch[0])) [[unlikely]]
-      record(event_kind::steal, 0, got, batch[0]->id().bits(), v);
-    for (std::uint32_t i = 1; i < got; ++i) local.push(batch[i]);  // our queue is empty: they fit
-    return batch[0];
+    if (process* p = victim.runnext.exchange(nullptr, std::memory_order_acq_rel))  // acq_rel: see push_runnext
+      return keep_stolen(&p, 1, v);
   }
   return nullptr;
 }
@@ -214,12 +220,7 @@ process* worker::take_from_stuck_worker() {
     // relaxed: hints; steal_half and the exchange decide
     if (victim.local.size() == 0 && victim.runnext.load(std::memory_order_relaxed) == nullptr) continue;
     if (now == 0) now = now_ns();
-    const std::uint64_t sw = victim.switches.load(std::memory_order_relaxed);  // a heuristic, as in steal_from_others
-    if (seen_switches_[v].count != sw) {
-      seen_switches_[v] = {sw, now};
-      continue;
-    }
-    if (now - seen_switches_[v].since < stuck_for_busy_thief_ns) continue;
+    if (watch_switches(v, now, stuck_for_busy_thief_ns) != stillness::stuck) continue;
     process* batch[run_queue::capacity / 2];
     std::uint32_t got = victim.local.steal_half(batch);
     if (got == 0) {
@@ -227,11 +228,7 @@ process* worker::take_from_stuck_worker() {
       if (batch[0] == nullptr) continue;
       got = 1;
     }
-    steals.fetch_add(got, std::memory_order_relaxed);  // statistics
-    if (tracing(event_kind::steal, batch[0])) [[unlikely]]
-      record(event_kind::steal, 0, got, batch[0]->id().bits(), v);
-    for (std::uint32_t i = 1; i < got; ++i) push_local(batch[i]);  // ours may be full: push_local overflows
-    return batch[0];
+    return keep_stolen(batch, got, v);
   }
   return nullptr;
 }
