@@ -11,6 +11,10 @@
 // 3. An uncontended atomic read-modify-write on one thread (a fetch_or, and a load plus a
 //    compare-exchange), 3 rounds of 100 M each: the price of each of the ~11 RMWs a message hop
 //    makes (bench/RESULTS.md, "The message path"). 8.3 ns and 13.3-14.4 ns on the reference VM.
+// 4. sched_yield with nothing else waiting for the CPU, 1,000,000 calls: what an idle worker pays
+//    each time it yields while it spins (runtime/src/parking.cpp, spin_yield_ns). 355-367 ns on the
+//    reference VM.
+#include <sched.h>
 #include <sys/mman.h>
 
 #include <atomic>
@@ -75,5 +79,9 @@ int main(int argc, char** argv) {
     const double cas_s = seconds_since(t2);
     std::printf("atomic RMW, one thread: fetch_or %.2f ns, load + compare_exchange %.2f ns\n", or_s / rmws * 1e9, cas_s / rmws * 1e9);
   }
+  const long yields = 1'000'000;
+  const auto t3 = std::chrono::steady_clock::now();
+  for (long i = 0; i < yields; ++i) ::sched_yield();
+  std::printf("sched_yield, nothing else runnable: %.0f ns per call\n", seconds_since(t3) / yields * 1e9);
   return sum == throws * (throws - 1) / 2 ? 0 : 1;
 }

@@ -78,6 +78,8 @@
 // one: bench/grove/idle_connections measures 2,265 B per connection without) and a cancel round trip
 // for a killed reader. Kept: readiness through epoll. io_uring is the thing to try for files
 // (blocking.cpp offloads them to threads today) and with registered buffers on newer kernels.
+#include <sched.h>
+
 #include <algorithm>
 
 #include "io.hpp"
@@ -96,6 +98,19 @@ constexpr std::uint64_t watch_max_ns = 5'000'000;
 // a sleeping worker for every message. Measured with examples/spawn_million's shutdown (1M exit
 // signals from a foreign thread): 15.4 s without the spin. 20 µs is short against the idle goal.
 constexpr std::uint64_t spin_before_park_ns = 20'000;
+// How often a spinning worker yields its CPU (sched_yield: 355-367 ns here when nothing else waits,
+// `build/release/bench/grove/machine_probe`). A spinner holds a CPU that a thread made runnable
+// meanwhile may need: on a machine with more runnable threads than CPUs (two nodes on one host,
+// the host's own threads), the kernel would otherwise leave that thread waiting for the spinner's
+// time slice, though it is often the one that makes the work the spinner waits for. BEAM's
+// schedulers yield in their busy wait for the same reason. Measured with
+// `python3 bench/harness/dist_send.py` round trips on this 2-vCPU VM (each node 2 threads, both
+// nodes spinning while the other answers), 2026-12-06: Grove -> Erlang 22-24 K/s without the yield,
+// 38-45 K/s yielding every spin round, 36-41 K/s every 4th round; Erlang -> Grove 22-25 K/s against
+// 36-40 K/s; Grove -> Grove, and in-process skynet, ping_pong, fan_in and tcp_echo on 2 threads,
+// within noise. Once a microsecond rather than every round: a round costs ~150-400 ns (a look at
+// the poller), so a worker still sees new work within about a microsecond.
+constexpr std::uint64_t spin_yield_ns = 1'000;
 }  // namespace
 
 // ## How long an idle worker spins (runtime_config::max_idle_spin)
@@ -205,10 +220,17 @@ bool worker::park() {
     // While it spins it also looks at the poller (as Go's findrunnable calls netpoll(0) before it
     // blocks): a lone connection's next request is usually there within the spin, and waiting for
     // the poller's sleeper to be scheduled put ~30 µs into every round trip (bench tcp_echo, C=1).
-    for (std::uint64_t until = spin_start + spin_ns; now_ns() < until;) {
+    // And it lets the kernel run any thread waiting for a CPU (spin_yield_ns below).
+    std::uint64_t yielded = spin_start;
+    for (std::uint64_t until = spin_start + spin_ns, now; (now = now_ns()) < until;) {
       reap_io(true);
       if (has_visible_work()) return false;
-      __builtin_ia32_pause();
+      if (now - yielded >= spin_yield_ns) {
+        ::sched_yield();
+        yielded = now;
+      } else {
+        __builtin_ia32_pause();
+      }
     }
   }
   {
