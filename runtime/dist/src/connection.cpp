@@ -7,10 +7,11 @@
 //
 // ## Outgoing frames
 // The router runs in the sender's thread and encodes there (senders encode in parallel). Then:
-//   - after a pause (no sender has written itself for direct_pause_ns), with nothing queued and
-//     nobody writing, the sender takes the write side and writes its frame with one non-blocking
-//     send: a conversation's turn costs one syscall and no hand-off (what does not go out waits at
-//     the front of the queue for the writer);
+//   - in a conversation's turn (the reader has read from the peer since a sender last wrote
+//     itself, or no sender has for direct_pause_ns), with nothing queued and nobody writing, the
+//     sender takes the write side and writes its frame with one non-blocking send: a turn costs
+//     one syscall and no hand-off (what does not go out waits at the front of the queue for the
+//     writer);
 //   - otherwise it appends the frame to `out_`, one byte buffer, and wakes the writer if nobody
 //     has; the writer takes the whole buffer and writes it (a stream of small frames costs a
 //     syscall per batch, not per message).
@@ -21,7 +22,9 @@
 // (`python3 bench/harness/dist_send.py`, bench/RESULTS.md): writing every frame through the writer
 // process cost a round trip a hand-off (4.9 K round trips/s against 7.9 K written directly), and
 // writing every frame directly cost a stream a syscall per message (0.56 M messages/s against
-// 2.4-2.6 M with the pause). Rejected: a mailbox message to the writer per frame (a node and a
+// 2.4-2.6 M with the pause). The pause alone sent a round trip faster than it through the writer:
+// Grove -> Grove round trips (`build/release/bench/grove/dist_send --mode 1`, 50,000, five runs
+// alternating, 2026-12-06) 35-44 K/s with it, 42-49 K/s once a read also opens a turn. Rejected: a mailbox message to the writer per frame (a node and a
 // wake each), and blocking writes in the sender (a sender would wait on the socket).
 //
 // ## A peer that reads slower than we write
@@ -186,14 +189,17 @@ void connection::place(const frame_atoms* refs, std::string_view frame) noexcept
       converted = to_pass_through(frame, node_->ctx);
       frame = converted;
     }
-    // Written at once only after a pause (a conversation's next turn): frames that follow each
-    // other closely (a stream) are queued, and the writer sends them a batch per syscall.
+    // Written at once only in a conversation's next turn: after the peer sent something, or after
+    // a pause. Frames that follow each other closely with nothing read between (a stream) are
+    // queued, and the writer sends them a batch per syscall.
     const std::uint64_t now = clock_ns();
-    const bool paused = now - last_direct_ns_ >= direct_pause_ns;
-    if (state_ == state::up && !writing_ && out_.empty() && stream_ && paused) {
+    const std::uint64_t reads = reads_.load(std::memory_order_relaxed);  // a hint: either path is correct
+    const bool turn = reads != reads_at_direct_ || now - last_direct_ns_ >= direct_pause_ns;
+    if (state_ == state::up && !writing_ && out_.empty() && stream_ && turn) {
       if (refs) append_frame_head(head, *refs, frame.size(), sent_atoms_, node_->ctx);
       writing_ = true;
       last_direct_ns_ = now;
+      reads_at_direct_ = reads;
       direct = stream_;
     } else {
       if (refs) {
@@ -644,6 +650,7 @@ void connection::read_loop() {
       return;
     }
     end += *n;
+    reads_.store(reads_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // only we write it
   }
 }
 

@@ -134,6 +134,10 @@ class connection : public std::enable_shared_from_this<connection> {
   bool wake_pending_ = false;                       // guarded by lock_: a wake is on its way to the writer
   bool writing_ = false;                            // guarded by lock_: someone holds the socket's write side
   std::uint64_t last_direct_ns_ = 0;                // guarded by lock_: when a sender last wrote itself
+  std::uint64_t reads_at_direct_ = 0;               // guarded by lock_: reads_ when a sender last wrote itself
+  // Reads from the socket that returned data: written by the reader alone (a load and a store),
+  // read by senders as a hint (place: a frame sent after the peer's answer is a conversation's turn).
+  std::atomic<std::uint64_t> reads_{0};
   std::size_t in_flight_ = 0;                       // guarded by lock_: bytes the writer took and is writing
   std::vector<std::pair<pid, std::uint64_t>> busy_waiters_;  // guarded by lock_: gated senders, their gates' tokens
   // Whether out_ and in_flight_ held more than the busy limit when lock_ was last released: a hint
