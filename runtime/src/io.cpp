@@ -82,7 +82,9 @@ bool waiting(const std::atomic<std::uint64_t>& slot) noexcept {
 
 void io_ready(runtime_state& rt, io_state* s, std::uint32_t events) noexcept {
   sanitizer_acquire(s);  // pairs with the release before each epoll_ctl that handed s to the kernel
-  // An error or a hang-up ends a wait in either direction: the retried syscall reports it.
+  // An error or a hang-up ends a wait in either direction: the retried syscall reports it. Sticky:
+  // relaxed, published to the reader by make_ready's exchange, before which it is stored.
+  if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) s->hung_up.store(1, std::memory_order_relaxed);
   if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) make_ready(rt, s->reader);
   if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) make_ready(rt, s->writer);
 }
@@ -103,6 +105,8 @@ int arm_one_shot(runtime_state& rt, int fd, io_state* s, bool writable) noexcept
 int register_persistent(runtime_state& rt, int fd, io_state* s) noexcept {
   s->reader.store(0, std::memory_order_relaxed);  // a fresh fd: nothing seen yet (published by the ADD's syscall)
   s->writer.store(0, std::memory_order_relaxed);
+  s->hung_up.store(0, std::memory_order_relaxed);
+  s->emptied.store(false, std::memory_order_relaxed);
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
   ev.data.ptr = s;
@@ -143,6 +147,7 @@ std::error_code wait_for(int fd, bool writable, std::uint64_t deadline_ns) {
   }
   if (tracing(trace::event_kind::io_wait, p)) [[unlikely]]
     record(trace::event_kind::io_wait, writable ? 1 : 0, static_cast<std::uint32_t>(fd), p->id().bits());
+  if (!writable) s->emptied.store(false, std::memory_order_relaxed);  // net.cpp, stream::read_some
   switch (wait_ready(p, slot, deadline_ns)) {
     case io_wait::ready: return {};
     case io_wait::timed_out: return make_error_code(errc::timeout);

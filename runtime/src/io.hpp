@@ -18,6 +18,15 @@ struct io_state {
   std::atomic<std::uint64_t> reader{0};  // shared: the poller sets readiness; the waiting process sets and clears its pid
   std::atomic<std::uint64_t> writer{0};  // shared: likewise, for writability
   std::atomic<std::uint32_t> persistent{0};  // shared: 1 while an owner (grove::net) keeps it registered edge-triggered
+  // shared: 1 once the poller reported a hang-up or an error (EPOLLRDHUP, EPOLLHUP, EPOLLERR), until
+  // the fd is registered again. Edge-triggered, that report comes once, so a reader that skips a
+  // syscall on the strength of an earlier one must know it came (net.cpp, stream::read_some).
+  std::atomic<std::uint32_t> hung_up{0};
+  // The last read_some returned less than it asked, and no wait for readability has begun since
+  // (net.cpp, stream::read_some; every such wait clears it, whoever waits: the edge it consumes
+  // may be for data). Relaxed: written by the fd's one reader at a time, and by the registration
+  // of the fd number's next socket, which the close of this one orders.
+  std::atomic<bool> emptied{false};
 };
 
 // The io_state of every fd number, in chunks that live as long as the runtime (a late event for a

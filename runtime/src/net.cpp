@@ -224,12 +224,22 @@ std::error_code socket_handle::wait(bool writable, std::uint64_t deadline_ns) co
   auto* s = static_cast<io_state*>(state_);
   if (tracing(trace::event_kind::io_wait, p)) [[unlikely]]
     record(trace::event_kind::io_wait, writable ? 1 : 0, static_cast<std::uint32_t>(fd_), p->id().bits());
+  if (!writable) s->emptied.store(false, std::memory_order_relaxed);  // stream::read_some below
   switch (wait_ready(p, writable ? s->writer : s->reader, deadline_ns)) {
     case io_wait::ready: return {};
     case io_wait::timed_out: return make_error_code(errc::timeout);
     case io_wait::busy: break;
   }
   return errno_code(EBUSY);
+}
+
+void socket_handle::note_emptied(bool emptied) const noexcept {
+  if (state_) static_cast<io_state*>(state_)->emptied.store(emptied, std::memory_order_relaxed);  // io.hpp says why relaxed
+}
+
+bool socket_handle::may_wait_first() const noexcept {
+  const auto* s = static_cast<const io_state*>(state_);
+  return s && s->emptied.load(std::memory_order_relaxed) && !s->hung_up.load(std::memory_order_relaxed);  // io.hpp: relaxed
 }
 
 }  // namespace detail
@@ -284,19 +294,36 @@ result<stream> stream::connect(const address& to, until u) {
   return stream(std::move(*h));
 }
 
+// After a read that returned less than it asked, the socket was empty (a stream socket's recv stops
+// short only when its queue is), so the next read waits for the poller's next edge first instead
+// of spending a recv on EAGAIN: one syscall a turn of a conversation (tokio does the same). Data
+// that came after that read raised an edge of its own. Two exceptions (io.hpp, io_state): after a
+// reported hang-up (data and the peer's FIN reported in one edge: the short read took both, and no
+// edge will come for the end of file the next recv returns), and after any wait for readability
+// since that read (wait_readable, io::wait: the edge it took may be the data's; the HTTP server
+// waits so between requests). Measured: Grove -> Grove round trips (build/release/bench/grove/
+// dist_send --mode 1), in bench/RESULTS.md "Distribution".
 result<std::size_t> stream::read_some(void* buf, std::size_t n, until u) {
   const std::uint64_t deadline = u.deadline_ns();
+  bool wait_first = h_.may_wait_first();
   for (;;) {
-    const ssize_t r = ::recv(h_.fd(), buf, n, 0);
-    if (r >= 0) return static_cast<std::size_t>(r);
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN) return last_error();
+    if (!wait_first) {
+      const ssize_t r = ::recv(h_.fd(), buf, n, 0);
+      if (r >= 0) {
+        h_.note_emptied(r > 0 && static_cast<std::size_t>(r) < n);
+        return static_cast<std::size_t>(r);
+      }
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN) return last_error();
+    }
+    wait_first = false;
     if (auto ec = h_.wait(false, deadline)) return ec;
   }
 }
 
 std::error_code stream::read_exact(void* buf, std::size_t n, until u) {
   const std::uint64_t deadline = u.deadline_ns();
+  h_.note_emptied(false);  // it reads until it has n bytes: what is left in the socket is unknown
   auto* at = static_cast<char*>(buf);
   while (n > 0) {
     const ssize_t r = ::recv(h_.fd(), at, n, 0);

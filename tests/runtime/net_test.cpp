@@ -105,6 +105,55 @@ TEST_CASE("a stream carries bytes both ways, in order, with partial reads and wr
   check_no_fds();
 }
 
+// A read that returns less than it asked leaves the next read waiting for the poller's next edge,
+// not for a recv (net.cpp, stream::read_some): each turn of a conversation must still wake it, and
+// an end of file that came in the same edge as the last data must still end it.
+TEST_CASE("after a short read the next read still sees the next message, and an end of file that came with the data") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  auto l = listen_local();
+  const auto port = port_of(l);
+  const int connections = 50, turns = 20;
+  const grove::pid tester = grove::self();
+  // A server process: per connection, answers each message of 4 bytes, then reports what the read
+  // after the peer's last message returned (0: end of file; -1: an error such as a timeout).
+  grove::spawn([l = std::move(l), tester]() mutable {
+    for (int k = 0; k < connections; ++k) {
+      auto s = l.accept(patience);
+      REQUIRE(s);
+      char buf[64];
+      long last = -1;
+      for (;;) {
+        auto n = s->read_some(buf, sizeof buf, patience);
+        if (!n) break;
+        if (*n == 0) {
+          last = 0;
+          break;
+        }
+        if (s->write_all(buf, *n, patience)) break;
+      }
+      grove::send(tester, last);
+    }
+  });
+  for (int k = 0; k < connections; ++k) {
+    auto c = net::stream::connect(net::address::loopback(port), patience);
+    REQUIRE(c);
+    char back[4];
+    for (int t = 0; t < turns; ++t) {  // each a short read on the server, each answered
+      REQUIRE_FALSE(c->write_all("ping", patience));
+      REQUIRE_FALSE(c->read_exact(back, sizeof back, patience));
+    }
+    // The last message and the end of file back to back, while the server waits: one edge, often.
+    REQUIRE_FALSE(c->write_all("last", patience));
+    REQUIRE_FALSE(c->shutdown_write());
+    REQUIRE_FALSE(c->read_exact(back, sizeof back, patience));
+    CHECK(std::string(back, 4) == "last");
+    REQUIRE(grove::receive([](long last) { return last; }) == 0);  // not a timeout after `patience`
+    c->close();
+  }
+  check_no_fds();
+}
+
 TEST_CASE("a peer that closes mid-read gives end_of_file, and a write to a closed peer is EPIPE, not SIGPIPE") {
   grove_test::runtime_fixture rt;
   grove::scoped_process me;

@@ -104,6 +104,10 @@ class socket_handle {
   void close() noexcept;
   // Waits for readiness in one direction until the deadline.
   std::error_code wait(bool writable, std::uint64_t deadline_ns) const;
+  // A read that returned less than it asked (the socket was empty then), and whether the reads
+  // since may skip a recv and wait first (net.cpp, stream::read_some).
+  void note_emptied(bool emptied) const noexcept;
+  bool may_wait_first() const noexcept;
 
  private:
   int fd_ = -1;
