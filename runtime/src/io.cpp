@@ -82,10 +82,11 @@ bool waiting(const std::atomic<std::uint64_t>& slot) noexcept {
 
 void io_ready(runtime_state& rt, io_state* s, std::uint32_t events) noexcept {
   sanitizer_acquire(s);  // pairs with the release before each epoll_ctl that handed s to the kernel
-  // An error or a hang-up ends a wait in either direction: the retried syscall reports it. Sticky:
+  // An error or a hang-up ends a wait in either direction: the retried syscall reports it. Either,
+  // or urgent data, ends the short-read rule for good (io.hpp, io_state::short_read_empties):
   // relaxed, published to the reader by make_ready's exchange, before which it is stored.
-  if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) s->hung_up.store(1, std::memory_order_relaxed);
-  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) make_ready(rt, s->reader);
+  if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLPRI)) s->short_read_empties.store(0, std::memory_order_relaxed);
+  if (events & (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) make_ready(rt, s->reader);
   if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) make_ready(rt, s->writer);
 }
 
@@ -102,13 +103,13 @@ int arm_one_shot(runtime_state& rt, int fd, io_state* s, bool writable) noexcept
   return ::epoll_ctl(rt.poller.fd(), EPOLL_CTL_ADD, fd, &ev) == 0 ? 0 : errno;
 }
 
-int register_persistent(runtime_state& rt, int fd, io_state* s) noexcept {
+int register_persistent(runtime_state& rt, int fd, io_state* s, bool short_read_empties) noexcept {
   s->reader.store(0, std::memory_order_relaxed);  // a fresh fd: nothing seen yet (published by the ADD's syscall)
   s->writer.store(0, std::memory_order_relaxed);
-  s->hung_up.store(0, std::memory_order_relaxed);
+  s->short_read_empties.store(short_read_empties ? 1 : 0, std::memory_order_relaxed);
   s->emptied.store(false, std::memory_order_relaxed);
   epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+  ev.events = EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP | EPOLLET;
   ev.data.ptr = s;
   sanitizer_release(s);
   if (::epoll_ctl(rt.poller.fd(), EPOLL_CTL_ADD, fd, &ev) != 0) return errno;
@@ -147,7 +148,7 @@ std::error_code wait_for(int fd, bool writable, std::uint64_t deadline_ns) {
   }
   if (tracing(trace::event_kind::io_wait, p)) [[unlikely]]
     record(trace::event_kind::io_wait, writable ? 1 : 0, static_cast<std::uint32_t>(fd), p->id().bits());
-  if (!writable) s->emptied.store(false, std::memory_order_relaxed);  // net.cpp, stream::read_some
+  begin_wait(*s, writable);
   switch (wait_ready(p, slot, deadline_ns)) {
     case io_wait::ready: return {};
     case io_wait::timed_out: return make_error_code(errc::timeout);

@@ -196,7 +196,11 @@ result<socket_handle> socket_handle::adopt(int fd) {
     ::close(fd);
     return errno_code(EMFILE);  // past the runtime's table: as good as out of fds
   }
-  if (int e = register_persistent(*rt, fd, s)) {
+  // A short read proves the socket empty only for TCP (io.hpp, io_state::short_read_empties).
+  int domain = AF_UNSPEC;
+  socklen_t domain_len = sizeof domain;
+  if (::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &domain_len) != 0) domain = AF_UNSPEC;
+  if (int e = register_persistent(*rt, fd, s, domain == AF_INET || domain == AF_INET6)) {
     ::close(fd);
     return errno_code(e);
   }
@@ -224,7 +228,7 @@ std::error_code socket_handle::wait(bool writable, std::uint64_t deadline_ns) co
   auto* s = static_cast<io_state*>(state_);
   if (tracing(trace::event_kind::io_wait, p)) [[unlikely]]
     record(trace::event_kind::io_wait, writable ? 1 : 0, static_cast<std::uint32_t>(fd_), p->id().bits());
-  if (!writable) s->emptied.store(false, std::memory_order_relaxed);  // stream::read_some below
+  begin_wait(*s, writable);
   switch (wait_ready(p, writable ? s->writer : s->reader, deadline_ns)) {
     case io_wait::ready: return {};
     case io_wait::timed_out: return make_error_code(errc::timeout);
@@ -239,7 +243,7 @@ void socket_handle::note_emptied(bool emptied) const noexcept {
 
 bool socket_handle::may_wait_first() const noexcept {
   const auto* s = static_cast<const io_state*>(state_);
-  return s && s->emptied.load(std::memory_order_relaxed) && !s->hung_up.load(std::memory_order_relaxed);  // io.hpp: relaxed
+  return s && s->emptied.load(std::memory_order_relaxed) && s->short_read_empties.load(std::memory_order_relaxed);  // io.hpp: relaxed
 }
 
 }  // namespace detail
@@ -294,14 +298,15 @@ result<stream> stream::connect(const address& to, until u) {
   return stream(std::move(*h));
 }
 
-// After a read that returned less than it asked, the socket was empty (a stream socket's recv stops
-// short only when its queue is), so the next read waits for the poller's next edge first instead
-// of spending a recv on EAGAIN: one syscall a turn of a conversation (tokio does the same). Data
-// that came after that read raised an edge of its own. Two exceptions (io.hpp, io_state): after a
-// reported hang-up (data and the peer's FIN reported in one edge: the short read took both, and no
-// edge will come for the end of file the next recv returns), and after any wait for readability
-// since that read (wait_readable, io::wait: the edge it took may be the data's; the HTTP server
-// waits so between requests). Measured: Grove -> Grove round trips (build/release/bench/grove/
+// After a read that returned less than it asked, a TCP socket was empty (its recv stops short only
+// when its queue is, or at urgent data), so the next read waits for the poller's next edge first
+// instead of spending a recv on EAGAIN: one syscall a turn of a conversation (tokio does the same).
+// Data that came after that read raised an edge of its own. The exceptions (io.hpp, io_state): a
+// Unix stream socket (its recv also stops before a message with descriptors or other credentials);
+// after a reported hang-up (data and the peer's FIN reported in one edge: the short read took
+// both, and no edge will come for the end of file the next recv returns) or urgent data; and after
+// any wait for readability since that read (wait_readable, io::wait: the edge it took may be the
+// data's; the HTTP server waits so between requests). Measured: Grove -> Grove round trips (build/release/bench/grove/
 // dist_send --mode 1), in bench/RESULTS.md "Distribution".
 result<std::size_t> stream::read_some(void* buf, std::size_t n, until u) {
   const std::uint64_t deadline = u.deadline_ns();

@@ -1,7 +1,8 @@
 // Sockets for processes (grove/net.hpp) on 127.0.0.1 only: partial reads and writes, the peer's
 // close and reset, refused and timed-out connects, exact read deadlines, kills of processes blocked
 // in accept/read/connect (nothing left open), EMFILE, 10,000 connections at once, UDP and Unix
-// sockets, and waiting on a foreign fd (grove/io.hpp).
+// sockets, short reads that leave data behind (TCP urgent data, Unix descriptors), and waiting on a
+// foreign fd (grove/io.hpp).
 #include "support/fixture.hpp"
 
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include <atomic>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -152,6 +154,79 @@ TEST_CASE("after a short read the next read still sees the next message, and an 
     c->close();
   }
   check_no_fds();
+}
+
+namespace {
+
+// Reads from `s` what the peer left after the short read that ended at `first`: `rest` must come
+// at once, not after the read's deadline (the next read may not wait for an edge that never comes).
+void short_read_then_rest(net::stream& s, std::string_view first, std::string_view rest) {
+  INFO("the short read was \"" << first << "\"");
+  REQUIRE_FALSE(s.wait_readable(patience));  // takes the edge for everything the peer sent
+  char buf[64];
+  auto n = s.read_some(buf, sizeof buf, patience);
+  REQUIRE(n);
+  CHECK(std::string_view(buf, *n) == first);
+  n = s.read_some(buf, sizeof buf, patience);
+  REQUIRE(n);  // not a timeout
+  CHECK(std::string_view(buf, *n) == rest);
+}
+
+}  // namespace
+
+TEST_CASE("a read after a short read still sees data behind TCP urgent data or a Unix message with descriptors") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  // TCP's recv stops short at the urgent mark with data after it; everything is sent before the
+  // accept, so the accepted socket's first edge is its only one.
+  auto l = listen_local();
+  const int peer = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(peer >= 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(port_of(l));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(peer, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0);
+  REQUIRE(::send(peer, "abc", 3, 0) == 3);
+  REQUIRE(::send(peer, "!", 1, MSG_OOB) == 1);
+  REQUIRE(::send(peer, "def", 3, 0) == 3);
+  auto s = l.accept(patience);
+  REQUIRE(s);
+  short_read_then_rest(*s, "abc", "def");
+  ::close(peer);
+
+  // A Unix stream socket's recv stops short before the next message when a message carries
+  // descriptors (they are closed: read_some takes no control data).
+  const std::string path = "/tmp/grove-net-test-scm-" + std::to_string(::getpid());
+  ::unlink(path.c_str());
+  auto where = net::address::unix_path(path);
+  REQUIRE(where);
+  auto ul = net::listener::listen(*where);
+  REQUIRE(ul);
+  const int upeer = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(upeer >= 0);
+  REQUIRE(::connect(upeer, where->data(), where->size()) == 0);
+  char hello[] = "hello";
+  iovec iov{hello, 5};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = control;
+  m.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  const int passed = upeer;
+  std::memcpy(CMSG_DATA(c), &passed, sizeof passed);
+  REQUIRE(::sendmsg(upeer, &m, 0) == 5);
+  REQUIRE(::send(upeer, "world", 5, 0) == 5);
+  auto us = ul->accept(patience);
+  REQUIRE(us);
+  short_read_then_rest(*us, "hello", "world");
+  ::close(upeer);
+  ::unlink(path.c_str());
 }
 
 TEST_CASE("a peer that closes mid-read gives end_of_file, and a write to a closed peer is EPIPE, not SIGPIPE") {

@@ -18,14 +18,16 @@
 // Whoever writes holds `writing_`; frames leave in the order their senders queued or wrote them, so
 // what one sender sends to one receiver arrives in order. A frame's distribution header, which says
 // what the peer's atom cache gains (control.hpp, "Atoms sent through the cache"), is written under
-// the lock as the frame takes its place, so the peer reads headers in the order they were made. Measured
-// (`python3 bench/harness/dist_send.py`, bench/RESULTS.md): writing every frame through the writer
-// process cost a round trip a hand-off (4.9 K round trips/s against 7.9 K written directly), and
-// writing every frame directly cost a stream a syscall per message (0.56 M messages/s against
-// 2.4-2.6 M with the pause). The pause alone sent a round trip faster than it through the writer:
-// Grove -> Grove round trips (`build/release/bench/grove/dist_send --mode 1`, 50,000, five runs
-// alternating, 2026-12-06) 35-44 K/s with it, 42-49 K/s once a read also opens a turn. Rejected: a mailbox message to the writer per frame (a node and a
-// wake each), and blocking writes in the sender (a sender would wait on the socket).
+// the lock as the frame takes its place, so the peer reads headers in the order they were made.
+// Measured (`python3 bench/harness/dist_send.py`, bench/RESULTS.md): writing every frame through
+// the writer process cost a round trip a hand-off (4.9 K round trips/s against 7.9 K written
+// directly), and writing every frame directly cost a stream a syscall per message (0.56 M
+// messages/s against 2.4-2.6 M with the pause). The pause alone sent a round trip faster than it
+// through the writer: Grove -> Grove round trips (`build/release/bench/grove/dist_send --mode 1`,
+// 50,000, five runs alternating, 2026-12-06) 35-44 K/s with it, 42-49 K/s once a read also opens
+// a turn.
+// Rejected: a mailbox message to the writer per frame (a node and a wake each), and blocking
+// writes in the sender (a sender would wait on the socket).
 //
 // ## A peer that reads slower than we write
 // A process that sends a message while more than node_options::busy_limit_bytes wait to be written
