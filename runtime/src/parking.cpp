@@ -16,10 +16,11 @@
 //    up also looks once more (after decrementing `searching` and a fence), since producers skip the
 //    wake while someone searches. A searcher that finds work wakes another idle worker if it was
 //    the last searcher, so parallelism ramps up one worker at a time.
-// 3. Sleeping: the first worker to park takes the poller (poller_held) and sleeps in it (4.); the
-//    others sleep on their own condition variable until unparked, their own wheel's next timer, or
-//    their watch (5.). An idle runtime burns ~0 CPU (bench/grove/idle: 0.00003 s of CPU over 5 s
-//    with 100,000 parked processes).
+// 3. Sleeping: the first worker to park takes the poller (poller_held) and sleeps in it (4.; but
+//    not beside a spinner that reaps it: "A spinner reaps" below); the others sleep on their own
+//    condition variable until unparked, their own wheel's next timer, or their watch (5.). An idle
+//    runtime burns ~0 CPU (bench/grove/idle: 0.00003 s of CPU over 5 s with 100,000 parked
+//    processes).
 // 4. The poller's holder sleeps in epoll (poller.hpp) until the earliest timer of *any* worker, an
 //    fd's readiness, an interrupt or its watch. unpark() of the holder writes the poller's eventfd;
 //    of another worker, notifies its condition variable. A timer armed anywhere that is earlier than
@@ -111,7 +112,26 @@ constexpr std::uint64_t spin_before_park_ns = 20'000;
 // within noise. Once a microsecond rather than every round: a round costs ~150-400 ns (a look at
 // the poller), so a worker still sees new work within about a microsecond.
 constexpr std::uint64_t spin_yield_ns = 1'000;
+// How long a worker that ceded the poller to a spinner sleeps before it looks again ("A spinner
+// reaps" below): the bound on how late readiness is found when that spinner then computes for long
+// without a scheduling round. Below the kernel tick (4 ms) at which busy workers reap anyway.
+constexpr std::uint64_t ceded_poller_sleep_ns = 1'000'000;
 }  // namespace
+
+// ## A spinner reaps; nobody sleeps in the poller beside it
+// A worker that parks while another spins with the long-spin ticket (below), and processes wait
+// for fds, sleeps on its condition variable for at most ceded_poller_sleep_ns instead of in the
+// poller. Asleep in epoll_wait, it would be woken by the kernel for every event, though the
+// spinner is the one there to take it; and a spinner does not reap while a sleeper holds the
+// poller (reap_io), so every readiness went through that wake-up. The spinner takes the poller
+// when its own spin ends; if it finds work instead and computes, the ceding worker takes the poller
+// at its next look. Measured: Grove -> Grove round trips with two workers per node
+// (`build/release/bench/grove/dist_send --mode 1 --n 30000 --threads 2`, against a sink of the same
+// build, 2-vCPU VM, 2026-12-06, four alternating runs of a throwaway build with an environment
+// switch): 19.0-22.5 K/s sleeping in the poller, 21.8-28.7 K/s ceding it (one worker per node:
+// 40-43 K/s); a sink's worker threads switched 40 K times in 30,000 round trips, 11-15 K ceding.
+// Rejected: a spinner that reaps while a sleeper holds the poller (the sleeper's wake-up still
+// comes, and two threads take events from one epoll), waking the sleeper to hand it over.
 
 // ## How long an idle worker spins (runtime_config::max_idle_spin)
 // 20 µs, unless idle spells have lately ended sooner than max_idle_spin: then one and a half times
@@ -259,7 +279,21 @@ bool worker::park() {
   const bool watch = look_again != ~0ull;  // then we count in rt.watchers until the sleep ends
   expiry = std::min(expiry, look_again);
   parks.fetch_add(1, std::memory_order_relaxed);  // statistics
-  const bool timed_out = take_poller_to_sleep() ? sleep_in_poller(expiry) : sleep_on_cv(expiry);
+  // Cede the poller to a spinner ("A spinner reaps; nobody sleeps in the poller beside it" above).
+  // relaxed: hints; a wrong guess costs a wake-up of the kernel's or ours, never a lost event
+  const bool cede = rt.long_spinners.load(std::memory_order_relaxed) != 0 &&
+                    rt.io_waiters.load(std::memory_order_relaxed) != 0;
+  bool timed_out;
+  if (cede) {
+    const std::uint64_t ceded_until = now + ceded_poller_sleep_ns;
+    timed_out = sleep_on_cv(std::min(expiry, ceded_until));
+    if (timed_out && ceded_until < expiry) {  // our bound ended it, not a timer or the watch
+      timed_out = false;                      // so the watch keeps its backoff
+      watch_expired_ = true;                  // and the next park sleeps again without a spin first
+    }
+  } else {
+    timed_out = take_poller_to_sleep() ? sleep_in_poller(expiry) : sleep_on_cv(expiry);
+  }
   if (timed_out && watch) {
     watch_expired_ = true;
     watch_backoff_ns_ = std::min(2 * watch_backoff_ns_, watch_max_ns);
