@@ -8,6 +8,7 @@
 #include "support/fixture.hpp"
 
 #include <array>
+#include <vector>
 #include <cstddef>
 #include <cstdint>
 
@@ -373,8 +374,15 @@ TEST_CASE("sleepers sharing an execution stack are kept as differences from one 
   const grove::pid main = me.pid();
   const std::uint32_t n = 600 * grove_test::stress_scale() / tsan_divisor;
   const auto differences_before = grove::system_info().stack_image_differences;
+  // Every sleeper waits for `go` before its first sleep, so all n are parked in their two slots
+  // when the first of them sleeps: each slot is dense however slowly the spawns run (under TSan on
+  // two busy cores, sleepers spawned one by one could finish before the next was out).
+  struct go {};
+  std::vector<grove::pid> sleepers;
+  sleepers.reserve(n);
   for (std::uint32_t i = 0; i < n; ++i) {
-    grove::spawn([main, i] {
+    sleepers.push_back(grove::spawn([main, i] {
+      grove::receive([](go) {});
       sleeper_frame f{i, i % 2 ? ~std::uint64_t{0} : 0, (std::uint64_t{1} << 63) + i, nullptr, {}};
       f.self = &f.index;
       fill(f.words, 6, i);
@@ -385,8 +393,9 @@ TEST_CASE("sleepers sharing an execution stack are kept as differences from one 
              f.self == &f.index && *f.self == i && intact(f.words, 6, i);
       }
       grove::send(main, std::pair<std::uint32_t, bool>{i, ok});
-    });
+    }));
   }
+  for (const grove::pid& p : sleepers) grove::send(p, go{});
   std::uint32_t reports = 0, intact_count = 0;
   for (std::uint32_t k = 0; k < n; ++k) {
     const bool got = grove::receive([&](const std::pair<std::uint32_t, bool>& r) { intact_count += r.second; return true; },
