@@ -17,10 +17,10 @@
 //    wake while someone searches. A searcher that finds work wakes another idle worker if it was
 //    the last searcher, so parallelism ramps up one worker at a time.
 // 3. Sleeping: the first worker to park takes the poller (poller_held) and sleeps in it (4.; but
-//    not beside a spinner that reaps it: "A spinner reaps" below); the others sleep on their own
-//    condition variable until unparked, their own wheel's next timer, or their watch (5.). An idle
-//    runtime burns ~0 CPU (bench/grove/idle: 0.00003 s of CPU over 5 s with 100,000 parked
-//    processes).
+//    beside a spinner that reaps it, neither sleeps there nor spins first: "A spinner reaps"
+//    below); the others sleep on their own condition variable until unparked, their own wheel's
+//    next timer, or their watch (5.). An idle runtime burns ~0 CPU (bench/grove/idle: 0.00003 s of
+//    CPU over 5 s with 100,000 parked processes).
 // 4. The poller's holder sleeps in epoll (poller.hpp) until the earliest timer of *any* worker, an
 //    fd's readiness, an interrupt or its watch. unpark() of the holder writes the poller's eventfd;
 //    of another worker, notifies its condition variable. A timer armed anywhere that is earlier than
@@ -130,6 +130,12 @@ constexpr std::uint64_t ceded_poller_sleep_ns = 1'000'000;
 // build, 2-vCPU VM, 2026-12-06, four alternating runs of a throwaway build with an environment
 // switch): 19.0-22.5 K/s sleeping in the poller, 21.8-28.7 K/s ceding it (one worker per node:
 // 40-43 K/s); a sink's worker threads switched 40 K times in 30,000 round trips, 11-15 K ceding.
+// Nor does it spin its own 20 µs first: on 2 vCPUs that spin takes the core the peer node needs to
+// answer. Same command, five alternating runs of one build with an environment switch (a faster
+// day): 24.4-28.7 K/s with that spin, 28.2-35.5 K/s without (higher in every pair); Grove -> Grove
+// streams (`--mode 0 --n 1000000`) 1.38-2.82 M/s with, 1.87-2.57 M/s without (higher in 4 of 5);
+// `bench/grove/tcp_echo --n 1` (45.6-50.1 K vs 50.3-50.8 K) and wrk against
+// `bench/grove/http_hello` (c=1 25-31 K vs 24-32 K, c=64 57-78 K vs 59-74 K) do not move.
 // Rejected: a spinner that reaps while a sleeper holds the poller (the sleeper's wake-up still
 // comes, and two threads take events from one epoll), waking the sleeper to hand it over.
 
@@ -229,6 +235,11 @@ bool worker::park() {
       rt.long_spinners.fetch_sub(1, std::memory_order_relaxed);
     }
   }
+  // Beside a spinner that reaps, a second one only takes the core a peer needs ("A spinner reaps"
+  // above): sleep at once. relaxed: hints, as below
+  if (!long_spinner && rt.long_spinners.load(std::memory_order_relaxed) != 0 &&
+      rt.io_waiters.load(std::memory_order_relaxed) != 0)
+    spin_ns = 0;
   {
     struct spin_ticket {  // given back when the spin ends, found work or not
       runtime_state& rt;
