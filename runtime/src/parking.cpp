@@ -125,10 +125,14 @@ constexpr std::uint64_t ceded_poller_sleep_ns = 1'000'000;
 // spinner is the one there to take it; and a spinner does not reap while a sleeper holds the
 // poller (reap_io), so every readiness went through that wake-up. The spinner takes the poller
 // when its own spin ends; if it finds work instead and computes, the ceding worker takes the poller
-// at its next look. Measured: Grove -> Grove round trips with two workers per node
-// (`build/release/bench/grove/dist_send --mode 1 --n 30000 --threads 2`, against a sink of the same
-// build, 2-vCPU VM, 2026-12-06, four alternating runs of a throwaway build with an environment
-// switch): 19.0-22.5 K/s sleeping in the poller, 21.8-28.7 K/s ceding it (one worker per node:
+// at its next look. One worker cedes at a time (poller_ceded), and only while nobody sleeps in
+// the poller (a reaper holds it for a moment only: not ceding then halved round trips); the others
+// sleep on their condition variables as beside a poller's sleeper, rather than each waking every
+// millisecond. The ceding worker keeps every wheel's timers as the poller's sleeper would (step 4;
+// a timer armed during its sleep is seen within the 1 ms bound). Measured: Grove -> Grove round
+// trips with two workers per node (`build/release/bench/grove/dist_send --mode 1 --n 30000
+// --threads 2`, against a sink of the same build, 2-vCPU VM, 2026-12-06, four alternating runs of
+// a throwaway build with an environment switch): 19.0-22.5 K/s sleeping in the poller, 21.8-28.7 K/s ceding it (one worker per node:
 // 40-43 K/s); a sink's worker threads switched 40 K times in 30,000 round trips, 11-15 K ceding.
 // Nor does it spin its own 20 µs first: on 2 vCPUs that spin takes the core the peer node needs to
 // answer. Same command, five alternating runs of one build with an environment switch (a faster
@@ -202,6 +206,12 @@ std::uint64_t worker::start_watch(std::uint64_t now) {
   return now + (suspect ? stuck_worker_ns : watch_backoff_ns_);
 }
 
+// Another worker spins with the long-spin ticket while processes wait for fds: it reaps the poller
+// ("A spinner reaps" above). relaxed: hints; a wrong answer costs a wake-up, never a lost event
+bool worker::spinner_reaps() const noexcept {
+  return rt.long_spinners.load(std::memory_order_relaxed) != 0 && rt.io_waiters.load(std::memory_order_relaxed) != 0;
+}
+
 // Returns after sleeping or on finding that work appeared; the caller looks for work again.
 bool worker::park() {
   if (searching_) {
@@ -237,9 +247,7 @@ bool worker::park() {
   }
   // Beside a spinner that reaps, a second one only takes the core a peer needs ("A spinner reaps"
   // above): sleep at once. relaxed: hints, as below
-  if (!long_spinner && rt.long_spinners.load(std::memory_order_relaxed) != 0 &&
-      rt.io_waiters.load(std::memory_order_relaxed) != 0)
-    spin_ns = 0;
+  if (!long_spinner && spinner_reaps()) spin_ns = 0;
   {
     struct spin_ticket {  // given back when the spin ends, found work or not
       runtime_state& rt;
@@ -290,18 +298,32 @@ bool worker::park() {
   const bool watch = look_again != ~0ull;  // then we count in rt.watchers until the sleep ends
   expiry = std::min(expiry, look_again);
   parks.fetch_add(1, std::memory_order_relaxed);  // statistics
-  // Cede the poller to a spinner ("A spinner reaps; nobody sleeps in the poller beside it" above).
+  // Cede the poller to a spinner ("A spinner reaps; nobody sleeps in the poller beside it" above):
+  // one worker at a time, and only while nobody sleeps in the poller already.
   // relaxed: hints; a wrong guess costs a wake-up of the kernel's or ours, never a lost event
-  const bool cede = rt.long_spinners.load(std::memory_order_relaxed) != 0 &&
-                    rt.io_waiters.load(std::memory_order_relaxed) != 0;
+  bool cede = false, beside_ceder = false;
+  using holder = runtime_state::poller_holder;
+  if (spinner_reaps() && rt.poller_held.load(std::memory_order_relaxed) != holder::sleeper) {
+    cede = !rt.poller_ceded.exchange(true, std::memory_order_relaxed);  // relaxed: a hint, as above
+    beside_ceder = !cede;
+  }
   bool timed_out;
   if (cede) {
+    // In the poller's place it also keeps every wheel's timers (step 4): it wakes for the earliest
+    // (as published then; one armed later waits at most the 1 ms bound) and fires what is due.
     const std::uint64_t ceded_until = now + ceded_poller_sleep_ns;
-    timed_out = sleep_on_cv(std::min(expiry, ceded_until));
-    if (timed_out && ceded_until < expiry) {  // our bound ended it, not a timer or the watch
-      timed_out = false;                      // so the watch keeps its backoff
-      watch_expired_ = true;                  // and the next park sleeps again without a spin first
+    std::uint64_t deadline = std::min(expiry, ceded_until);
+    for (auto& wp : rt.workers) deadline = std::min(deadline, wp->earliest_timer());  // exact: hints run early
+    timed_out = sleep_on_cv(deadline);
+    rt.poller_ceded.store(false, std::memory_order_relaxed);  // relaxed: a hint, as above
+    if (fire_due_everywhere(now_ns())) {
+      timed_out = false;  // timers fired: work, not an empty watch
+    } else if (timed_out && deadline < expiry) {  // our bound ended it, not our timer or the watch
+      timed_out = false;                          // so the watch keeps its backoff
+      watch_expired_ = true;                      // and the next park sleeps again without a spin first
     }
+  } else if (beside_ceder) {
+    timed_out = sleep_on_cv(expiry);  // as beside a worker that sleeps in the poller
   } else {
     timed_out = take_poller_to_sleep() ? sleep_in_poller(expiry) : sleep_on_cv(expiry);
   }

@@ -159,6 +159,7 @@ class worker {
   void fire_stranded_timers();
   void reap_io(bool will_run = false);  // parking.cpp
   bool take_poller_to_sleep();
+  bool spinner_reaps() const noexcept;
   void run(process* p);
   bool begin_run(process* p);
   void start_counting(process* p);
@@ -246,6 +247,9 @@ struct runtime::state : std::enable_shared_from_this<runtime::state> {
   // busy worker reaping it without waiting (parking.cpp, step 6)
   enum class poller_holder : std::uint8_t { none, sleeper, reaper };
   std::atomic<poller_holder> poller_held{poller_holder::none};
+  // shared: an idle worker sleeps on its condition variable in the poller's place, leaving the
+  // poller to a spinner (parking.cpp, "A spinner reaps"); at most one at a time
+  std::atomic<bool> poller_ceded{false};
   std::atomic<std::uint32_t> io_waiters{0};        // shared: processes waiting for an fd (receive.cpp, wait_ready)
   // shared: until when the poller's holder sleeps (0: nobody does); read and lowered under wheel
   // locks (parking.cpp, step 4), so relaxed.
