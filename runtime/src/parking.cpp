@@ -236,7 +236,8 @@ bool worker::park() {
   std::uint64_t spin_ns = watched ? 0 : spin_before_park_ns;
   bool long_spinner = false;
   const auto max_spin = static_cast<std::uint64_t>(std::chrono::nanoseconds(rt.config.max_idle_spin).count());
-  if (!watched && typical_gap_ns_ < max_spin) {
+  // A max_idle_spin at or below the short spin leaves the short spin alone (std::clamp needs lo <= hi).
+  if (!watched && typical_gap_ns_ < max_spin && max_spin > spin_before_park_ns) {
     // relaxed: a ticket among spinners, ordering nothing (two long spinners for a moment are harmless)
     if (rt.long_spinners.fetch_add(1, std::memory_order_relaxed) == 0) {
       long_spinner = true;
