@@ -132,8 +132,9 @@ constexpr std::uint64_t ceded_poller_sleep_ns = 1'000'000;
 // a timer armed during its sleep is seen within the 1 ms bound). Measured: Grove -> Grove round
 // trips with two workers per node (`build/release/bench/grove/dist_send --mode 1 --n 30000
 // --threads 2`, against a sink of the same build, 2-vCPU VM, 2026-12-06, four alternating runs of
-// a throwaway build with an environment switch): 19.0-22.5 K/s sleeping in the poller, 21.8-28.7 K/s ceding it (one worker per node:
-// 40-43 K/s); a sink's worker threads switched 40 K times in 30,000 round trips, 11-15 K ceding.
+// a throwaway build with an environment switch): 19.0-22.5 K/s sleeping in the poller, 21.8-28.7
+// K/s ceding it (one worker per node: 40-43 K/s); a sink's worker threads switched 40 K times in
+// 30,000 round trips, 11-15 K ceding.
 // Nor does it spin its own 20 µs first: on 2 vCPUs that spin takes the core the peer node needs to
 // answer. Same command, five alternating runs of one build with an environment switch (a faster
 // day): 24.4-28.7 K/s with that spin, 28.2-35.5 K/s without (higher in every pair); Grove -> Grove

@@ -8,9 +8,9 @@
 #include "support/fixture.hpp"
 
 #include <array>
-#include <vector>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 using namespace std::chrono_literals;
 using grove_test::patience;
