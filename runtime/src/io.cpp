@@ -99,8 +99,8 @@ int arm_one_shot(runtime_state& rt, int fd, io_state* s, bool writable) noexcept
   ev.data.ptr = s;
   sanitizer_release(s);
   if (::epoll_ctl(rt.poller.fd(), EPOLL_CTL_MOD, fd, &ev) == 0) return 0;
-  if (errno != ENOENT) return errno;
-  return ::epoll_ctl(rt.poller.fd(), EPOLL_CTL_ADD, fd, &ev) == 0 ? 0 : errno;
+  if (const int e = io::last_errno(); e != ENOENT) return e;
+  return ::epoll_ctl(rt.poller.fd(), EPOLL_CTL_ADD, fd, &ev) == 0 ? 0 : io::last_errno();
 }
 
 int register_persistent(runtime_state& rt, int fd, io_state* s, bool short_read_empties) noexcept {
@@ -112,7 +112,7 @@ int register_persistent(runtime_state& rt, int fd, io_state* s, bool short_read_
   ev.events = EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP | EPOLLET;
   ev.data.ptr = s;
   sanitizer_release(s);
-  if (::epoll_ctl(rt.poller.fd(), EPOLL_CTL_ADD, fd, &ev) != 0) return errno;
+  if (::epoll_ctl(rt.poller.fd(), EPOLL_CTL_ADD, fd, &ev) != 0) return io::last_errno();
   s->persistent.store(1, std::memory_order_relaxed);  // statistics and checks only
   return 0;
 }
@@ -125,6 +125,14 @@ void unregister_persistent(runtime_state& rt, int fd, io_state* s) noexcept {
 }
 
 }  // namespace grove::internal
+
+namespace grove::io {
+
+// noipa: not inlined, and its callers learn nothing about it (GCC would otherwise find it reads
+// only errno and treat it as const, as glibc's __errno_location is).
+__attribute__((noipa)) int last_errno() noexcept { return errno; }
+
+}  // namespace grove::io
 
 namespace grove::io::detail {
 

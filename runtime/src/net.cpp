@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include <grove/blocking.hpp>
+#include <grove/io.hpp>
 #include <grove/message.hpp>
 #include <grove/process.hpp>
 
@@ -38,7 +39,7 @@ using namespace grove::internal;
 namespace {
 
 std::error_code errno_code(int e) { return {e, std::generic_category()}; }
-std::error_code last_error() { return errno_code(errno); }
+std::error_code last_error() { return errno_code(io::last_errno()); }  // never plain errno: grove/io.hpp
 
 }  // namespace
 
@@ -279,7 +280,7 @@ result<stream> stream::connect(const address& to, until u) {
   if (!h) return h.error();
   const int fd = h->fd();
   if (::connect(fd, to.data(), to.size()) != 0) {
-    if (errno != EINPROGRESS && errno != EINTR) return last_error();
+    if (const int e = io::last_errno(); e != EINPROGRESS && e != EINTR) return errno_code(e);
     // Writability can be spurious (a fresh, unconnected socket reports EPOLLOUT|EPOLLHUP when it is
     // registered; a late event for an earlier fd of the same number), so the connection is made
     // only when SO_ERROR is clear and the socket has a peer; otherwise wait again.
@@ -292,7 +293,7 @@ result<stream> stream::connect(const address& to, until u) {
       sockaddr_storage peer{};
       socklen_t peer_len = sizeof peer;
       if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) == 0) break;
-      if (errno != ENOTCONN) return last_error();
+      if (const int e = io::last_errno(); e != ENOTCONN) return errno_code(e);
     }
   }
   return stream(std::move(*h));
@@ -318,8 +319,9 @@ result<std::size_t> stream::read_some(void* buf, std::size_t n, until u) {
         h_.note_emptied(r > 0 && static_cast<std::size_t>(r) < n);
         return static_cast<std::size_t>(r);
       }
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN) return last_error();
+      const int e = io::last_errno();
+      if (e == EINTR) continue;
+      if (e != EAGAIN) return errno_code(e);
     }
     wait_first = false;
     if (auto ec = h_.wait(false, deadline)) return ec;
@@ -338,8 +340,9 @@ std::error_code stream::read_exact(void* buf, std::size_t n, until u) {
       continue;
     }
     if (r == 0) return make_error_code(errc::end_of_file);
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN) return last_error();
+    const int e = io::last_errno();
+    if (e == EINTR) continue;
+    if (e != EAGAIN) return errno_code(e);
     if (auto ec = h_.wait(false, deadline)) return ec;
   }
   return {};
@@ -355,8 +358,9 @@ std::error_code stream::write_all(const void* buf, std::size_t n, until u) {
       n -= static_cast<std::size_t>(w);
       continue;
     }
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN) return last_error();
+    const int e = io::last_errno();
+    if (e == EINTR) continue;
+    if (e != EAGAIN) return errno_code(e);
     if (auto ec = h_.wait(true, deadline)) return ec;
   }
   return {};
@@ -401,8 +405,9 @@ result<stream> listener::accept(until u) {
       if (!h) return h.error();
       return stream(std::move(*h));
     }
-    if (errno == EINTR || errno == ECONNABORTED) continue;  // a connection that went before we took it
-    if (errno != EAGAIN) return last_error();               // EMFILE, ENFILE, ENOBUFS: the listener stays
+    const int e = io::last_errno();
+    if (e == EINTR || e == ECONNABORTED) continue;  // a connection that went before we took it
+    if (e != EAGAIN) return errno_code(e);          // EMFILE, ENFILE, ENOBUFS: the listener stays
     if (auto ec = h_.wait(false, deadline)) return ec;
   }
 }
@@ -425,8 +430,9 @@ std::error_code datagram_socket::send_to(const void* buf, std::size_t n, const a
   for (;;) {
     const ssize_t w = ::sendto(h_.fd(), buf, n, MSG_NOSIGNAL, to.data(), to.size());
     if (w >= 0) return {};
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN) return last_error();
+    const int e = io::last_errno();
+    if (e == EINTR) continue;
+    if (e != EAGAIN) return errno_code(e);
     if (auto ec = h_.wait(true, deadline)) return ec;
   }
 }
@@ -438,8 +444,9 @@ result<std::pair<std::size_t, address>> datagram_socket::receive_from(void* buf,
     socklen_t len = sizeof ss;
     const ssize_t r = ::recvfrom(h_.fd(), buf, n, 0, reinterpret_cast<sockaddr*>(&ss), &len);
     if (r >= 0) return std::pair<std::size_t, address>(static_cast<std::size_t>(r), address::from(reinterpret_cast<sockaddr*>(&ss), len));
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN) return last_error();
+    const int e = io::last_errno();
+    if (e == EINTR) continue;
+    if (e != EAGAIN) return errno_code(e);
     if (auto ec = h_.wait(false, deadline)) return ec;
   }
 }
@@ -475,7 +482,7 @@ resolved lookup(const std::string& host, std::uint16_t port, std::uint64_t tag) 
   addrinfo* list = nullptr;
   resolved out{tag, 0, 0, {}};
   out.gai_error = ::getaddrinfo(host.c_str(), nullptr, &hints, &list);
-  if (out.gai_error == EAI_SYSTEM) out.sys_errno = errno;
+  if (out.gai_error == EAI_SYSTEM) out.sys_errno = errno;  // a blocking thread: it never moves
   for (addrinfo* a = list; a; a = a->ai_next) {
     address at = address::from(a->ai_addr, a->ai_addrlen);
     if (a->ai_family == AF_INET) reinterpret_cast<sockaddr_in*>(const_cast<sockaddr*>(at.data()))->sin_port = htons(port);

@@ -1,7 +1,7 @@
 // grove/io.hpp: waiting for file descriptors without holding a worker.
 //
 //   int fd = ...;                                        // any non-blocking fd: a socket, a pipe, an eventfd
-//   while (::read(fd, buf, n) < 0 && errno == EAGAIN)
+//   while (::read(fd, buf, n) < 0 && grove::io::last_errno() == EAGAIN)
 //     if (auto ec = grove::io::wait_readable(fd, 2s)) return ec;   // errc::timeout after 2 s
 //
 // A process that waits here is parked like one in receive: its worker runs other processes, the
@@ -42,6 +42,14 @@ namespace detail {
 std::error_code wait(int fd, bool writable, std::int64_t timeout_ns);
 std::error_code wait_until(int fd, bool writable, std::chrono::steady_clock::time_point deadline);
 }  // namespace detail
+
+// The calling thread's errno, read afresh: use it instead of `errno` in code that waits (here, or
+// in receive, sleep, yield) between a syscall and its errno check. A process may resume on another
+// worker after it waits, and GCC keeps errno's address across calls in one function (glibc declares
+// __errno_location const), so a plain `errno` after a wait can read the errno of the thread the
+// process ran on before (tests/runtime/net_test.cpp shows it: "last_errno is the errno ..."). An
+// out-of-line call whose result the compiler cannot reuse.
+int last_errno() noexcept;
 
 // Waits until fd can be read without blocking (or has an error or hang-up), or the timeout passes.
 template <class Rep, class Period>

@@ -9,8 +9,10 @@
 // alike.
 //
 // Code that runs in a process may move between worker threads whenever it blocks (receive, sleep,
-// yield, a send that uses up its time slice): do not keep the address of a thread_local, errno's
-// address or pthread_self() across those calls; read them again after.
+// yield, a send that uses up its time slice): do not keep the address of a thread_local or
+// pthread_self() across those calls; read them again after. errno cannot be read again by hand
+// (GCC keeps its address across calls): read it with grove::io::last_errno() (grove/io.hpp), or
+// spawn the process pinned.
 #pragma once
 
 #include <chrono>

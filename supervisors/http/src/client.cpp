@@ -25,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <grove/io.hpp>
 #include <grove/message.hpp>
 #include <grove/metrics.hpp>
 #include <grove/net.hpp>
@@ -178,7 +179,9 @@ using shared = client::shared;
 bool peer_closed(const net::stream& s) {
   char b;
   const ssize_t r = ::recv(s.native_handle(), &b, 1, MSG_PEEK | MSG_DONTWAIT);
-  return r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK);  // EOF, unsolicited bytes, or an error
+  if (r >= 0) return true;  // EOF or unsolicited bytes
+  const int e = io::last_errno();  // never plain errno in a process (grove/io.hpp)
+  return e != EAGAIN && e != EWOULDBLOCK;  // an error
 }
 
 // A connection of a host's pool held by one attempt: given back on every way out.
