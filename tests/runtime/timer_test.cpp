@@ -1,6 +1,7 @@
 // Timers: sleep_for, send_after and its cancellation.
 #include "support/fixture.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -109,18 +110,18 @@ TEST_CASE("a send_after from a foreign thread fires even when it races a worker 
   CHECK(late == 0);
 }
 
-TEST_CASE("a receive timeout armed on a worker that then blocks in a syscall fires on another worker, during the syscall") {
-  if (grove_test::test_workers() < 2) return;  // one blocked worker is every worker: nobody can take over
-  grove_test::runtime_fixture rt;
-  grove::scoped_process me;
-  const grove::pid self = me.pid();
+namespace {
+
+// A process arms a 10 ms receive timeout and parks; a process it spawned then blocks its worker in
+// read(2) until the test writes. The timeout must fire on another worker during the read. Up to 10
+// tries: the blocker is spawned into the waiter's LIFO slot and runs on its worker when the waiter
+// parks, unless another worker takes it first (then the try does not count).
+void check_timeout_fires_during_a_syscall(grove::pid self) {
   struct outcome {
     bool timed_out = false;
     bool syscall_over = false;
     bool same_worker = false;  // the blocker held the worker whose wheel has the timer
   };
-  // Up to 10 tries: the blocker is spawned into the waiter's LIFO slot and runs on its worker when
-  // the waiter parks, unless another worker takes it first (then the try does not count).
   bool checked = false;
   for (int attempt = 0; attempt < 10 && !checked; ++attempt) {
     int fds[2];
@@ -149,6 +150,37 @@ TEST_CASE("a receive timeout armed on a worker that then blocks in a syscall fir
     CHECK_FALSE(o.syscall_over);  // it fired while its worker was still blocked
   }
   CHECK(checked);
+}
+
+}  // namespace
+
+TEST_CASE("a receive timeout armed on a worker that then blocks in a syscall fires on another worker, during the syscall") {
+  if (grove_test::test_workers() < 2) return;  // one blocked worker is every worker: nobody can take over
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  check_timeout_fires_during_a_syscall(me.pid());
+}
+
+TEST_CASE("that timeout fires too while the other workers idle beside a process waiting on an fd") {
+  // With a process waiting on an fd, idle workers do not simply sleep in the poller: one spins and
+  // reaps it, another sleeps on its condition variable for at most 1 ms instead (it cedes the
+  // poller), others sleep until woken (runtime/src/parking.cpp). Three workers: one blocked, the
+  // other two in those roles; between them they must keep the blocked worker's timers.
+  grove_test::runtime_fixture rt({.workers = 3});
+  grove::scoped_process me;
+  int never[2];
+  REQUIRE(::pipe2(never, O_NONBLOCK | O_CLOEXEC) == 0);
+  const grove::pid fd_waiter = grove::spawn([fd = never[0]] { (void)grove::io::wait_readable(fd, patience); });
+  REQUIRE(grove_test::wait_until([&] {
+    auto p = grove::process_summary_of(fd_waiter);
+    return p && p->status == grove::process_status::waiting && p->waiting_on == grove::wait_reason::io;
+  }));
+  check_timeout_fires_during_a_syscall(me.pid());
+  CHECK(grove::is_alive(fd_waiter));  // it waited on its fd throughout
+  REQUIRE(::write(never[1], "x", 1) == 1);
+  CHECK(grove_test::wait_until([&] { return !grove::is_alive(fd_waiter); }));
+  ::close(never[0]);
+  ::close(never[1]);
 }
 
 TEST_CASE("a timer on a worker busy with a computing process fires at its next scheduling round, not rounds later") {
