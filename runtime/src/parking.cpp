@@ -113,9 +113,8 @@ constexpr std::uint64_t spin_before_park_ns = 20'000;
 // the poller), so a worker still sees new work within about a microsecond.
 constexpr std::uint64_t spin_yield_ns = 1'000;
 // How long a worker that ceded the poller to a spinner sleeps before it looks again ("A spinner
-// reaps" below), and how long a spinner that found work counts as spinning: twice this bounds how
-// late readiness is found when that spinner then computes for long without a scheduling round.
-// Below the kernel tick (4 ms) at which busy workers reap anyway.
+// reaps" below): the bound on how late readiness is found when that spinner then computes for long
+// without a scheduling round. Below the kernel tick (4 ms) at which busy workers reap anyway.
 constexpr std::uint64_t ceded_poller_sleep_ns = 1'000'000;
 }  // namespace
 
@@ -142,21 +141,14 @@ constexpr std::uint64_t ceded_poller_sleep_ns = 1'000'000;
 // streams (`--mode 0 --n 1000000`) 1.38-2.82 M/s with, 1.87-2.57 M/s without (higher in 4 of 5);
 // `bench/grove/tcp_echo --n 1` (45.6-50.1 K vs 50.3-50.8 K) and wrk against
 // `bench/grove/http_hello` (c=1 25-31 K vs 24-32 K, c=64 57-78 K vs 59-74 K) do not move.
-// The spinner counts as one while it runs the work its spin found, for up to ceded_poller_sleep_ns
-// after the spin (spinner_at_work): a round trip keeps it busy for part of every turn, and a ceding
-// worker that woke then took the poller or spun, so the next frame woke it instead and the
-// conversation moved between the two workers. If the spinner then computes for long, the ceding
-// worker takes the poller at its first look past that bound: readiness waits at most ~2 ms for it.
-// Alternating runs of one build with a throwaway environment switch (2026-12-07, 2-vCPU VM,
-// `build/release/bench/grove/dist_send --mode 1 --n 30000 --threads 2`, sink of the same build
-// and setting): Grove -> Grove round trips of 1 KB binaries 26.7-34.6 K/s without, 32.7-38.7 K/s
-// with (5 pairs, higher in each; one worker per node: 36-39 K/s), of small terms 36.1-37.1 K/s
-// against 38.2-40.8 K/s (4 pairs, higher in each). Streams (`--mode 0 --n 1000000`, 2.36-3.05 M/s
-// against 2.43-2.74 M/s), `bench/grove/tcp_echo --n 1 --round_trips 100000` (51.1-52.6 K/s against
-// 52.6-54.6 K/s) and wrk against `bench/grove/http_hello --threads 2` (c=1 28.1-28.3 K against
-// 28.1-31.3 K, c=64 58.6-75.9 K against 62.5-74.1 K) do not move.
 // Rejected: a spinner that reaps while a sleeper holds the poller (the sleeper's wake-up still
-// comes, and two threads take events from one epoll), waking the sleeper to hand it over.
+// comes, and two threads take events from one epoll), waking the sleeper to hand it over; counting
+// a spinner whose spin ended in work as the reaper for 1 ms (or 100 µs) after, so that a worker
+// that wakes meanwhile cedes again: Grove -> Grove round trips of 1 KB binaries rose from
+// 26.7-34.6 to 32.7-38.7 K/s (5 alternating pairs, `dist_send --mode 1 --n 30000 --threads 2`,
+// 2026-12-07), but Erlang -> Grove streams of small terms fell from 161-233 K/s to 129-169 K/s
+// (lower in 6 of 7 pairs; `erl ... -s dist_send main -extra --mode 0 --n 1000000` against a Grove
+// sink with 2 workers; 164-166 K against 173-246 K with 100 µs).
 
 // ## How long an idle worker spins (runtime_config::max_idle_spin)
 // 20 µs, unless idle spells have lately ended sooner than max_idle_spin: then one and a half times
@@ -221,16 +213,10 @@ std::uint64_t worker::start_watch(std::uint64_t now) {
   return now + (suspect ? stuck_worker_ns : watch_backoff_ns_);
 }
 
-// Another worker spins with the long-spin ticket, or ended such a spin in work less than
-// ceded_poller_sleep_ns ago, while processes wait for fds: it reaps the poller ("A spinner reaps"
-// above). relaxed: hints; a wrong answer costs a wake-up, never a lost event
+// Another worker spins with the long-spin ticket while processes wait for fds: it reaps the poller
+// ("A spinner reaps" above). relaxed: hints; a wrong answer costs a wake-up, never a lost event
 bool worker::spinner_reaps() const noexcept {
-  if (rt.io_waiters.load(std::memory_order_relaxed) == 0) return false;
-  if (rt.long_spinners.load(std::memory_order_relaxed) != 0) return true;
-  // Or it ran out of spin by finding work, lately: it spins again when that is done.
-  const unsigned at_work = rt.spinner_at_work.load(std::memory_order_relaxed);
-  return at_work != ~0u && at_work != index &&
-         now_ns() - rt.spinner_at_work_since_ns.load(std::memory_order_relaxed) < ceded_poller_sleep_ns;
+  return rt.long_spinners.load(std::memory_order_relaxed) != 0 && rt.io_waiters.load(std::memory_order_relaxed) != 0;
 }
 
 // Returns after sleeping or on finding that work appeared; the caller looks for work again.
@@ -274,16 +260,10 @@ bool worker::park() {
     struct spin_ticket {  // given back when the spin ends, found work or not
       runtime_state& rt;
       bool held;
-      unsigned index;
-      bool found_work = false;
       ~spin_ticket() {
-        if (!held) return;
-        // relaxed: hints, as above (a torn pair costs one wrong guess)
-        if (found_work) rt.spinner_at_work_since_ns.store(now_ns(), std::memory_order_relaxed);
-        rt.spinner_at_work.store(found_work ? index : ~0u, std::memory_order_relaxed);
-        rt.long_spinners.fetch_sub(1, std::memory_order_relaxed);  // relaxed: as above
+        if (held) rt.long_spinners.fetch_sub(1, std::memory_order_relaxed);  // relaxed: as above
       }
-    } ticket{rt, long_spinner, index};
+    } ticket{rt, long_spinner};
     // While it spins it also looks at the poller (as Go's findrunnable calls netpoll(0) before it
     // blocks): a lone connection's next request is usually there within the spin, and waiting for
     // the poller's sleeper to be scheduled put ~30 µs into every round trip (bench tcp_echo, C=1).
@@ -291,10 +271,7 @@ bool worker::park() {
     std::uint64_t yielded = spin_start;
     for (std::uint64_t until = spin_start + spin_ns, now; (now = now_ns()) < until;) {
       reap_io(true);
-      if (has_visible_work()) {
-        ticket.found_work = true;
-        return false;
-      }
+      if (has_visible_work()) return false;
       if (now - yielded >= spin_yield_ns) {
         ::sched_yield();
         yielded = now;
