@@ -141,14 +141,23 @@ constexpr std::uint64_t ceded_poller_sleep_ns = 1'000'000;
 // streams (`--mode 0 --n 1000000`) 1.38-2.82 M/s with, 1.87-2.57 M/s without (higher in 4 of 5);
 // `bench/grove/tcp_echo --n 1` (45.6-50.1 K vs 50.3-50.8 K) and wrk against
 // `bench/grove/http_hello` (c=1 25-31 K vs 24-32 K, c=64 57-78 K vs 59-74 K) do not move.
+// Nor while the spinner runs the work its spin found, for up to ceded_poller_sleep_ns after that
+// spin (spinner_at_work; it spins again when done): a worker woken meanwhile spun 20 µs on the
+// core the rest of the work needed. Six alternating pairs, one build with a throwaway switch
+// (2026-12-07): Erlang -> Grove streams of small terms into a two-worker Grove sink (`erl +S 2:2
+// ... -s dist_send main -extra --mode 0 --payload 0 --n 1000000` against `build/release/bench/
+// grove/dist_send --sink 1 --threads 2`) 171-204 K/s without, 188-242 K/s with (higher in each);
+// Grove -> Grove round trips (`dist_send --mode 1 --n 30000 --threads 2`) 1 KB 30.4-35.2 K
+// against 30.5-31.8 K (4 pairs), small 27.0-34.1 K against 26.5-32.9 K (3 pairs, each 2-3% lower:
+// within this VM's drift), streams (`--mode 0 --n 1000000`) 1.36-2.34 M against 1.47-2.28 M.
 // Rejected: a spinner that reaps while a sleeper holds the poller (the sleeper's wake-up still
 // comes, and two threads take events from one epoll), waking the sleeper to hand it over; counting
-// a spinner whose spin ended in work as the reaper for 1 ms (or 100 µs) after, so that a worker
-// that wakes meanwhile cedes again: Grove -> Grove round trips of 1 KB binaries rose from
-// 26.7-34.6 to 32.7-38.7 K/s (5 alternating pairs, `dist_send --mode 1 --n 30000 --threads 2`,
-// 2026-12-07), but Erlang -> Grove streams of small terms fell from 161-233 K/s to 129-169 K/s
-// (lower in 6 of 7 pairs; `erl ... -s dist_send main -extra --mode 0 --n 1000000` against a Grove
-// sink with 2 workers; 164-166 K against 173-246 K with 100 µs).
+// the spinner that runs the work its spin found as the reaper for 1 ms (or 100 µs), so that a
+// worker that wakes meanwhile also cedes the poller again: Grove -> Grove round trips of 1 KB
+// binaries rose from 26.7-34.6 to 32.7-38.7 K/s (5 alternating pairs, `dist_send --mode 1 --n 30000
+// --threads 2`, 2026-12-07), but Erlang -> Grove streams of small terms fell from 161-233 K/s to
+// 129-169 K/s (lower in 6 of 7 pairs; `erl ... -s dist_send main -extra --mode 0 --n 1000000`
+// against a Grove sink with 2 workers; 164-166 K against 173-246 K with 100 µs).
 
 // ## How long an idle worker spins (runtime_config::max_idle_spin)
 // 20 µs, unless idle spells have lately ended sooner than max_idle_spin: then one and a half times
@@ -219,6 +228,16 @@ bool worker::spinner_reaps() const noexcept {
   return rt.long_spinners.load(std::memory_order_relaxed) != 0 && rt.io_waiters.load(std::memory_order_relaxed) != 0;
 }
 
+// Another worker's long spin ended in work less than ceded_poller_sleep_ns ago, while processes
+// wait for fds: it runs that work and spins again when done ("Nor does it spin its own 20 µs"
+// above). relaxed: hints, as spinner_reaps (a torn pair of loads costs one wrong guess)
+bool worker::spinner_lately_at_work() const noexcept {
+  if (rt.io_waiters.load(std::memory_order_relaxed) == 0) return false;
+  const unsigned at_work = rt.spinner_at_work.load(std::memory_order_relaxed);
+  return at_work != ~0u && at_work != index &&
+         now_ns() - rt.spinner_at_work_since_ns.load(std::memory_order_relaxed) < ceded_poller_sleep_ns;
+}
+
 // Returns after sleeping or on finding that work appeared; the caller looks for work again.
 bool worker::park() {
   if (searching_) {
@@ -255,15 +274,22 @@ bool worker::park() {
   }
   // Beside a spinner that reaps, a second one only takes the core a peer needs ("A spinner reaps"
   // above): sleep at once. relaxed: hints, as below
-  if (!long_spinner && spinner_reaps()) spin_ns = 0;
+  // Nor while that spinner runs the work its spin found.
+  if (!long_spinner && (spinner_reaps() || spinner_lately_at_work())) spin_ns = 0;
   {
     struct spin_ticket {  // given back when the spin ends, found work or not
       runtime_state& rt;
       bool held;
+      unsigned index;
+      bool found_work = false;
       ~spin_ticket() {
-        if (held) rt.long_spinners.fetch_sub(1, std::memory_order_relaxed);  // relaxed: as above
+        if (!held) return;
+        // relaxed: hints (spinner_lately_at_work); a spin that ended without work clears it
+        if (found_work) rt.spinner_at_work_since_ns.store(now_ns(), std::memory_order_relaxed);
+        rt.spinner_at_work.store(found_work ? index : ~0u, std::memory_order_relaxed);
+        rt.long_spinners.fetch_sub(1, std::memory_order_relaxed);  // relaxed: as above
       }
-    } ticket{rt, long_spinner};
+    } ticket{rt, long_spinner, index};
     // While it spins it also looks at the poller (as Go's findrunnable calls netpoll(0) before it
     // blocks): a lone connection's next request is usually there within the spin, and waiting for
     // the poller's sleeper to be scheduled put ~30 µs into every round trip (bench tcp_echo, C=1).
@@ -271,7 +297,10 @@ bool worker::park() {
     std::uint64_t yielded = spin_start;
     for (std::uint64_t until = spin_start + spin_ns, now; (now = now_ns()) < until;) {
       reap_io(true);
-      if (has_visible_work()) return false;
+      if (has_visible_work()) {
+        ticket.found_work = true;
+        return false;
+      }
       if (now - yielded >= spin_yield_ns) {
         ::sched_yield();
         yielded = now;

@@ -161,6 +161,7 @@ class worker {
   void reap_io(bool will_run = false);  // parking.cpp
   bool take_poller_to_sleep();
   bool spinner_reaps() const noexcept;
+  bool spinner_lately_at_work() const noexcept;
   void run(process* p);
   bool begin_run(process* p);
   void start_counting(process* p);
@@ -237,6 +238,10 @@ struct runtime::state : std::enable_shared_from_this<runtime::state> {
   std::atomic<unsigned> idle_count{0};             // shared: workers parked, or about to
   std::atomic<unsigned> watchers{0};               // shared: parked workers watching LIFO slots (worker::park)
   std::atomic<unsigned> long_spinners{0};          // shared: workers in a spin past 20 µs (at most one; parking.cpp)
+  // shared: the long spinner whose spin ended in work it now runs (its index; ~0u: none) and when
+  // that spin ended; it spins again when that work is done (parking.cpp, spinner_lately_at_work)
+  std::atomic<unsigned> spinner_at_work{~0u};
+  std::atomic<std::uint64_t> spinner_at_work_since_ns{0};
   internal::poller poller;                         // the runtime's epoll (poller.hpp)
   internal::io_table io;                           // fd registrations (io.hpp)
   internal::blocking_pool blocking;                // run_blocking's threads (blocking.hpp)
