@@ -374,14 +374,17 @@ TEST_CASE("sleepers sharing an execution stack are kept as differences from one 
   const grove::pid main = me.pid();
   const std::uint32_t n = 600 * grove_test::stress_scale() / tsan_divisor;
   const auto differences_before = grove::system_info().stack_image_differences;
-  // Every sleeper waits for `go` before its first sleep, so all n are parked in their two slots
-  // when the first of them sleeps: each slot is dense however slowly the spawns run (under TSan on
-  // two busy cores, sleepers spawned one by one could finish before the next was out).
+  // Every sleeper says it is ready, then waits for `go` before its first sleep, and `go` goes out
+  // only when all n are ready: all n have run and parked in their two slots when the first of them
+  // sleeps, so each slot is dense however slowly the spawns run (a sleeper that has not run yet
+  // has no image out: under TSan with four workers on two cores most had not when `go` arrived).
+  struct ready {};
   struct go {};
   std::vector<grove::pid> sleepers;
   sleepers.reserve(n);
   for (std::uint32_t i = 0; i < n; ++i) {
     sleepers.push_back(grove::spawn([main, i] {
+      grove::send(main, ready{});
       grove::receive([](go) {});
       sleeper_frame f{i, i % 2 ? ~std::uint64_t{0} : 0, (std::uint64_t{1} << 63) + i, nullptr, {}};
       f.self = &f.index;
@@ -395,6 +398,9 @@ TEST_CASE("sleepers sharing an execution stack are kept as differences from one 
       grove::send(main, std::pair<std::uint32_t, bool>{i, ok});
     }));
   }
+  std::uint32_t ready_count = 0;
+  while (ready_count < n && grove::receive([](ready) { return true; }, grove::after(patience, [] { return false; }))) ++ready_count;
+  REQUIRE(ready_count == n);
   for (const grove::pid& p : sleepers) grove::send(p, go{});
   std::uint32_t reports = 0, intact_count = 0;
   for (std::uint32_t k = 0; k < n; ++k) {
