@@ -157,7 +157,15 @@ constexpr std::uint64_t ceded_poller_sleep_ns = 1'000'000;
 // binaries rose from 26.7-34.6 to 32.7-38.7 K/s (5 alternating pairs, `dist_send --mode 1 --n 30000
 // --threads 2`, 2026-12-07), but Erlang -> Grove streams of small terms fell from 161-233 K/s to
 // 129-169 K/s (lower in 6 of 7 pairs; `erl ... -s dist_send main -extra --mode 0 --n 1000000`
-// against a Grove sink with 2 workers; 164-166 K against 173-246 K with 100 µs).
+// against a Grove sink with 2 workers; 164-166 K against 173-246 K with 100 µs). Nor a worker
+// that parks beside a spinner at work, polls once without waiting, and cedes the poller if it found
+// nothing (2026-12-07, same commands, alternating pairs): 1 KB round trips 27.0-32.3 -> 37.8-40.1
+// K/s (sink threads switched 13.8 K -> 5.4 K times), but Erlang -> Grove streams 230-252 K ->
+// 170-184 K/s (the sink read 2.5 messages per recvfrom instead of 6.4, and switched 3x as often:
+// with nobody asleep in the poller the spinner reads each message as it comes, and on 2 vCPUs
+// that time is the Erlang sender's). Restricted to a spinner whose work spells average under 100
+// µs, or to the park after a ceded sleep that ran to its bound: the stream still fell (151-184 K)
+// or the round trips no longer rose (27.1-34.5 K against 24.1-31.3 K).
 
 // ## How long an idle worker spins (runtime_config::max_idle_spin)
 // 20 µs, unless idle spells have lately ended sooner than max_idle_spin: then one and a half times
