@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -319,7 +320,7 @@ TEST_CASE("a socket error met on another worker than the wait began on is report
       const std::error_code ec = s.read_exact(b, sizeof b, patience);
       grove::send(self, outcome{ec, before, grove::process_info(grove::self())->worker});
     });
-    grove::receive([](holding) {});
+    REQUIRE(grove::receive([](holding) { return true; }, grove::after(patience, [] { return false; })));
     REQUIRE(grove_test::wait_until([&] {
       auto p = grove::process_summary_of(reader);
       return p && p->status == grove::process_status::waiting && p->waiting_on == grove::wait_reason::io;
@@ -327,7 +328,10 @@ TEST_CASE("a socket error met on another worker than the wait began on is report
     linger hard{1, 0};  // close with RST: the reader's next recv fails with ECONNRESET
     REQUIRE(::setsockopt(c->native_handle(), SOL_SOCKET, SO_LINGER, &hard, sizeof hard) == 0);
     c->close();
-    const outcome o = grove::receive([](outcome o) { return o; });
+    const auto got = grove::receive([](outcome o) { return std::optional<outcome>(o); },
+                                    grove::after(patience, [] { return std::optional<outcome>(); }));
+    REQUIRE(got);
+    const outcome o = *got;
     if (o.worker_before != o.worker_after) ++moved;
     CHECK_MESSAGE(o.error == std::errc::connection_reset, "worker ", o.worker_before, " -> ", o.worker_after, ": ",
                   o.error.message());
@@ -479,7 +483,7 @@ TEST_CASE("a process killed while it waits in accept, read or connect closes its
     grove::send(self, go{});
     (void)l.accept();  // no limit: only the kill ends it
   });
-  grove::receive([](go) {});
+  REQUIRE(grove::receive([](go) { return true; }, grove::after(patience, [] { return false; })));
   // A reader, on a connection to a second listener that sends nothing.
   auto quiet = listen_local();
   auto reading = grove::spawn_monitor([self, port = port_of(quiet)] {
@@ -488,7 +492,7 @@ TEST_CASE("a process killed while it waits in accept, read or connect closes its
     char b;
     (void)c->read_some(&b, 1);
   });
-  grove::receive([](go) {});
+  REQUIRE(grove::receive([](go) { return true; }, grove::after(patience, [] { return false; })));
   auto kept = quiet.accept(patience);
   REQUIRE(kept);
   // A connector stuck on a full backlog.
@@ -715,9 +719,12 @@ TEST_CASE("last_errno is the errno of the worker a process runs on now, after it
       const int second = grove::io::last_errno();
       grove::send(self, outcome{first, second, before, grove::process_info(grove::self())->worker});
     });
-    grove::receive([](holding) {});
+    REQUIRE(grove::receive([](holding) { return true; }, grove::after(patience, [] { return false; })));
     grove::send(p, go{});
-    const outcome o = grove::receive([](outcome o) { return o; });
+    const auto got = grove::receive([](outcome o) { return std::optional<outcome>(o); },
+                                    grove::after(patience, [] { return std::optional<outcome>(); }));
+    REQUIRE(got);
+    const outcome o = *got;
     if (o.worker_before != o.worker_after) ++moved;
     CHECK(o.first == EBADF);
     CHECK_MESSAGE(o.second == ENOENT, "worker ", o.worker_before, " -> ", o.worker_after, ": ", std::strerror(o.second));
