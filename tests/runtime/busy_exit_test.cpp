@@ -141,7 +141,9 @@ TEST_CASE("a linked crash that reaches a computing process ends it with that rea
 TEST_CASE("no message sent after an untrappable kill has arrived is delivered") {
   grove_test::runtime_fixture rt;
   grove::scoped_process me;
-  constexpr int sends = 20'000;
+  // More than it can send before the kill arrives even if the test thread is held up between `go`
+  // and the kill (20,000 take a few milliseconds: one preemption there would let them all out).
+  constexpr int sends = 1'000'000;
   std::atomic<bool> kill_sent{false};
   const grove::pid self = me.pid();
   std::atomic<bool> go{false};

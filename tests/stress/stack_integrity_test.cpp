@@ -188,17 +188,21 @@ TEST_CASE("pointers into a parked process's own stack stay valid when four execu
   grove_test::runtime_fixture rt({.stack_slots = 4});
   const std::uint32_t n = 2000 * grove_test::stress_scale() / tsan_divisor;
   const std::uint32_t rounds = 12;
-  const auto copies_before = grove::system_info().stack_image_copies;
-  run_result r = run_ring_of_checkers(n, rounds);
-  REQUIRE(r.reports == n);
-  CHECK(r.failures == 0);
-  CHECK(r.checks >= std::uint64_t{n} * rounds * 30);  // about thirty checks per round per process
+  // Whether a process migrates is the scheduler's choice (27 of 2,000 at the fewest seen, in release
+  // at 2 workers; under TSan the ring has 400): up to 5 rings, each checked in full, until one has.
+  run_result r;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    const auto copies_before = grove::system_info().stack_image_copies;
+    r = run_ring_of_checkers(n, rounds);
+    REQUIRE(r.reports == n);
+    CHECK(r.failures == 0);
+    CHECK(r.checks >= std::uint64_t{n} * rounds * 30);  // about thirty checks per round per process
+    CHECK(grove::system_info().stack_image_copies - copies_before >= n);  // images really were evicted and restored
+    if (grove_test::test_workers() < 2 || r.migrated > 0) break;
+  }
   const auto info = grove::system_info();
-  CHECK(info.stack_image_copies - copies_before >= n);  // images really were evicted and restored
   if (grove_test::test_workers() >= 2) {
-    // Started processes moved between workers with their stacks (seen in every run so far: 27 of 2,000
-    // at the fewest, in release at 2 workers).
-    CHECK(r.migrated > 0);
+    CHECK(r.migrated > 0);  // started processes moved between workers with their stacks
     MESSAGE(r.migrated << " of " << n << " processes resumed on more than one worker; " << info.steals << " steals");
   }
 }
