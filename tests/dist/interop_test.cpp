@@ -698,7 +698,8 @@ TEST_CASE("Erlang → Grove: the Erlang node goes away: noconnection to every li
   grove::trap_exit(true);
   grove::link(linker2.as_pid());
   CHECK(wait_exit_signal().reason.text() == "noconnection");
-  CHECK(g.reports().find("down, the peer closed the connection") != std::string::npos);
+  // The connection logs its report after it has told the links and monitors.
+  CHECK(grove_test::wait_until([&] { return g.reports().find("down, the peer closed the connection") != std::string::npos; }));
   grove::exit(trapper, grove::exit_reason::kill());
 }
 
