@@ -175,7 +175,8 @@ TEST_CASE("a waiter whose deadline passes leaves the queue, and callers killed w
 TEST_CASE("a pooled connection the server has closed is not used: the call opens a new one and succeeds") {
   grove_test::runtime_fixture rt;
   grove::scoped_process me;
-  auto srv = start({.idle_timeout = 100ms}, ok);
+  // Long enough that the first request's fresh connection is not closed as idle before it is written.
+  auto srv = start({.idle_timeout = 1s}, ok);
   http::client c;
   const std::string host_port = "127.0.0.1:" + std::to_string(srv.local_address().port());
   REQUIRE(c.get(url_of(srv, "/1"), svc::deadline::after(patience)));

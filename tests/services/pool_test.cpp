@@ -87,7 +87,9 @@ TEST_CASE("a pool annotates the trace on its own track: each checkout, each refu
   auto pool = start_pool(1, 1);
   auto running = svc::async([pool, test] { return pool.run(svc::deadline::after(patience), blocking_job(test, 1)); });
   const grove::pid worker = receive_one<job_started>().worker;
-  auto queued = svc::async([pool] { return pool.checkout(svc::deadline::after(100ms)).has_value(); });
+  // Long enough that the pool has queued it before its deadline however slowly the caller runs (else
+  // the annotation is the refusal of a caller whose deadline had passed).
+  auto queued = svc::async([pool] { return pool.checkout(svc::deadline::after(1s)).has_value(); });
   CHECK(!queued.await(patience).value());  // gave up in the queue
   auto queued_again = svc::async([pool] { return pool.run(svc::deadline::after(patience), [] { return 2; }); });
   REQUIRE(grove_test::wait_until([&] { return stats_of(pool).queued == 1; }));

@@ -66,7 +66,8 @@ TEST_CASE("terminate_child cancels a pending delayed restart") {
   grove_test::runtime_fixture rt;
   grove::scoped_process me;
   sup::child_spec c = idle_worker("c");
-  c.backoff = fixed(std::chrono::milliseconds(300), std::chrono::milliseconds(300));
+  // Long enough for both calls below to reach the supervisor within it, however slowly this runs.
+  c.backoff = fixed(std::chrono::milliseconds(1000), std::chrono::milliseconds(1000));
   grove::pid s = sup::start_link(logged({.intensity = 10}, reports), {c, idle_worker("other")});
   grove::exit(child_pid(s, "c"), grove::exit_reason("boom"));
   REQUIRE(reports.wait_for(sup::report_kind::child_crashed, 1));
@@ -74,7 +75,7 @@ TEST_CASE("terminate_child cancels a pending delayed restart") {
   CHECK(sup::terminate_child(s, "c") == std::error_code{});
   // Past the delay, it has not come back; restart the other child to have a later event to wait for.
   const auto t = std::chrono::steady_clock::now();
-  grove_test::wait_until([&] { return std::chrono::steady_clock::now() > t + std::chrono::milliseconds(600); });
+  grove_test::wait_until([&] { return std::chrono::steady_clock::now() > t + std::chrono::milliseconds(2000); });
   CHECK(child_state_of(s, "c") == sup::child_state::stopped);
   CHECK(reports.count(sup::report_kind::child_restarted) == 0);
   CHECK(sup::delete_child(s, "c") == std::error_code{});
@@ -86,7 +87,7 @@ TEST_CASE("with backoff in a rest_for_one group the later children stop at once 
   grove_test::runtime_fixture rt;
   grove::scoped_process me;
   sup::child_spec db = logged_worker("db", log);
-  db.backoff = fixed(std::chrono::milliseconds(200), std::chrono::milliseconds(200));
+  db.backoff = fixed(std::chrono::milliseconds(1000), std::chrono::milliseconds(1000));  // outlasts the look below
   grove::pid s = sup::start_link(logged({.strategy = sup::strategy::rest_for_one, .intensity = 10}, reports),
                                  {db, logged_worker("cache", log)});
   log.clear();
