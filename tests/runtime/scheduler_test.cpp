@@ -186,28 +186,16 @@ TEST_CASE("a process queued behind a worker blocked in a syscall runs while ever
   };
   bool checked = false;
   for (int attempt = 0; attempt < 10 && !checked; ++attempt) {
-    int fds[2];
-    REQUIRE(::pipe(fds) == 0);
-    auto read_over = std::make_shared<std::atomic<bool>>(false);
-    auto blocker_worker = std::make_shared<std::atomic<int>>(-1);
-    const int read_end = fds[0];
+    auto blocker = std::make_shared<grove_test::syscall_blocker>();
     grove::spawn([=] {
       grove::spawn([=] {  // into the LIFO slot, then moved to the local queue by the next spawn
         const auto busy_info = grove::process_info(busy_pid);
-        grove::send(self, outcome{true, !read_over->load(), blocker_worker->load(), busy_info ? busy_info->worker : -2});
+        grove::send(self, outcome{true, !blocker->over(), blocker->worker(), busy_info ? busy_info->worker : -2});
       });
-      grove::spawn([=] {  // into the LIFO slot: runs here when this process exits, before the queue
-        blocker_worker->store(grove::process_info(grove::self())->worker);
-        char c;
-        (void)!::read(read_end, &c, 1);  // holds this worker until the test writes
-        read_over->store(true);
-      });
+      blocker->spawn();  // into the LIFO slot: runs here when this process exits, before the queue
     });
     const outcome o = grove::receive([](outcome r) { return r; }, grove::after(patience, [] { return outcome{}; }));
-    REQUIRE(::write(fds[1], "x", 1) == 1);
-    CHECK(grove_test::wait_until([&] { return read_over->load(); }));
-    ::close(fds[0]);
-    ::close(fds[1]);
+    blocker->release();
     if (!o.arrived) {  // given up on: the queued process never ran during the read
       CHECK(o.arrived);
       break;

@@ -124,26 +124,15 @@ void check_timeout_fires_during_a_syscall(grove::pid self) {
   };
   bool checked = false;
   for (int attempt = 0; attempt < 10 && !checked; ++attempt) {
-    int fds[2];
-    REQUIRE(::pipe(fds) == 0);
-    std::atomic<bool> syscall_over{false};
-    std::atomic<int> blocker_worker{-1};
-    grove::spawn([&, self] {
+    auto blocker = std::make_shared<grove_test::syscall_blocker>();
+    grove::spawn([=] {
       const int mine = grove::process_info(grove::self())->worker;
-      grove::spawn([&] {
-        blocker_worker = grove::process_info(grove::self())->worker;
-        char c;
-        (void)!::read(fds[0], &c, 1);  // holds this worker until the test writes
-        syscall_over = true;
-      });
+      blocker->spawn();  // into this worker's LIFO slot: runs here when the waiter parks
       const bool timed_out = grove::receive([](tick) { return false; }, grove::after(10ms, [] { return true; }));
-      grove::send(self, outcome{timed_out, syscall_over.load(), blocker_worker.load() == mine});
+      grove::send(self, outcome{timed_out, blocker->over(), blocker->worker() == mine});
     });
     const outcome o = grove::receive([](outcome r) { return r; }, grove::after(patience, [] { return outcome{}; }));
-    REQUIRE(::write(fds[1], "x", 1) == 1);
-    CHECK(grove_test::wait_until([&] { return syscall_over.load(); }));
-    ::close(fds[0]);
-    ::close(fds[1]);
+    blocker->release();
     if (!o.same_worker) continue;
     checked = true;
     CHECK(o.timed_out);
@@ -231,29 +220,17 @@ TEST_CASE("a timer on a worker blocked in a syscall fires while every other work
   };
   bool checked = false;
   for (int attempt = 0; attempt < 10 && !checked; ++attempt) {
-    int fds[2];
-    REQUIRE(::pipe(fds) == 0);
-    auto syscall_over = std::make_shared<std::atomic<bool>>(false);
-    auto blocker_worker = std::make_shared<std::atomic<int>>(-1);
-    const int read_end = fds[0];
+    auto blocker = std::make_shared<grove_test::syscall_blocker>();
     grove::spawn([=] {
       const int mine = grove::process_info(grove::self())->worker;
-      grove::spawn([=] {  // into this worker's LIFO slot: runs here when the waiter parks
-        blocker_worker->store(grove::process_info(grove::self())->worker);
-        char c;
-        (void)!::read(read_end, &c, 1);  // holds this worker until the test writes
-        syscall_over->store(true);
-      });
+      blocker->spawn();  // into this worker's LIFO slot: runs here when the waiter parks
       const long before = slices->load(std::memory_order_relaxed);  // relaxed: a count
       const bool timed_out = grove::receive([](tick) { return false; }, grove::after(2ms, [] { return true; }));
       const long passed = slices->load(std::memory_order_relaxed) - before;
-      grove::send(self, outcome{timed_out, syscall_over->load(), blocker_worker->load() == mine, passed});
+      grove::send(self, outcome{timed_out, blocker->over(), blocker->worker() == mine, passed});
     });
     const outcome o = grove::receive([](outcome r) { return r; }, grove::after(patience, [] { return outcome{}; }));
-    REQUIRE(::write(fds[1], "x", 1) == 1);
-    CHECK(grove_test::wait_until([&] { return syscall_over->load(); }));
-    ::close(fds[0]);
-    ::close(fds[1]);
+    blocker->release();
     if (!o.same_worker) continue;
     checked = true;
     CHECK(o.timed_out);

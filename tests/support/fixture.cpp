@@ -6,6 +6,8 @@
 #include <string>
 #include <thread>
 
+#include <unistd.h>
+
 namespace grove_test {
 
 // Samples system_info() every 100 ms from its own thread. If processes are queued (the inject queue
@@ -143,6 +145,43 @@ computing_process::~computing_process() {
 std::shared_ptr<const std::atomic<long>> computing_process::slices() const {
   return std::shared_ptr<const std::atomic<long>>(state_, &state_->slices);
 }
+
+struct syscall_blocker::state {
+  int fds[2] = {-1, -1};
+  bool released = false;                    // the test's side only
+  std::atomic<int> worker{-1};
+  std::atomic<bool> over{false};
+  ~state() {
+    for (int fd : fds)
+      if (fd >= 0) ::close(fd);
+  }
+};
+
+syscall_blocker::syscall_blocker() : state_(std::make_shared<state>()) { REQUIRE(::pipe(state_->fds) == 0); }
+
+syscall_blocker::~syscall_blocker() {
+  if (!state_->released && ::write(state_->fds[1], "x", 1) == 1) (void)wait_until([&] { return over(); });
+}
+
+grove::pid syscall_blocker::spawn() const {
+  return grove::spawn([s = state_] {
+    s->worker.store(grove::process_info(grove::self())->worker);  // seq_cst: read from other workers, plainly
+    char c;
+    (void)!::read(s->fds[0], &c, 1);  // holds this worker until release() writes
+    s->over.store(true, std::memory_order_release);  // release: a flag the test polls
+  });
+}
+
+void syscall_blocker::release() {
+  if (state_->released) return;
+  state_->released = true;
+  REQUIRE(::write(state_->fds[1], "x", 1) == 1);
+  CHECK(wait_until([&] { return over(); }));  // the blocked worker is free again
+}
+
+int syscall_blocker::worker() const { return state_->worker.load(); }  // seq_cst: as the store
+
+bool syscall_blocker::over() const { return state_->over.load(std::memory_order_acquire); }  // acquire: the flag
 
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -77,4 +77,26 @@ class computing_process {
   grove::pid pid_;
 };
 
+// A worker held in a system call: spawn() (called from inside a process) spawns a process that
+// records its worker and then blocks in read(2) on a pipe, holding that worker until release() (or
+// the destructor) writes to the pipe; release() waits until the read has ended. A process spawned
+// so goes to the spawner's LIFO slot, so it usually holds the spawner's worker once the spawner
+// parks (callers check worker()). Processes that call spawn() hold it by a shared_ptr; the
+// blocking process shares only its state, so either may outlive a failed test.
+class syscall_blocker {
+ public:
+  syscall_blocker();
+  ~syscall_blocker();  // releases it if the test has not
+  syscall_blocker(const syscall_blocker&) = delete;
+  syscall_blocker& operator=(const syscall_blocker&) = delete;
+  grove::pid spawn() const;
+  void release();
+  int worker() const;  // where it blocks; -1 before it runs
+  bool over() const;   // the read has ended
+
+ private:
+  struct state;
+  std::shared_ptr<state> state_;
+};
+
 }  // namespace grove_test
