@@ -17,7 +17,6 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -25,6 +24,7 @@
 
 using namespace std::chrono_literals;
 using grove_test::patience;
+using grove_test::receive_one;
 namespace net = grove::net;
 
 namespace {
@@ -320,7 +320,7 @@ TEST_CASE("a socket error met on another worker than the wait began on is report
       const std::error_code ec = s.read_exact(b, sizeof b, patience);
       grove::send(self, outcome{ec, before, grove::process_info(grove::self())->worker});
     });
-    REQUIRE(grove::receive([](holding) { return true; }, grove::after(patience, [] { return false; })));
+    receive_one<holding>();
     REQUIRE(grove_test::wait_until([&] {
       auto p = grove::process_summary_of(reader);
       return p && p->status == grove::process_status::waiting && p->waiting_on == grove::wait_reason::io;
@@ -328,10 +328,7 @@ TEST_CASE("a socket error met on another worker than the wait began on is report
     linger hard{1, 0};  // close with RST: the reader's next recv fails with ECONNRESET
     REQUIRE(::setsockopt(c->native_handle(), SOL_SOCKET, SO_LINGER, &hard, sizeof hard) == 0);
     c->close();
-    const auto got = grove::receive([](outcome o) { return std::optional<outcome>(o); },
-                                    grove::after(patience, [] { return std::optional<outcome>(); }));
-    REQUIRE(got);
-    const outcome o = *got;
+    const outcome o = receive_one<outcome>();
     if (o.worker_before != o.worker_after) ++moved;
     CHECK_MESSAGE(o.error == std::errc::connection_reset, "worker ", o.worker_before, " -> ", o.worker_after, ": ",
                   o.error.message());
@@ -483,7 +480,7 @@ TEST_CASE("a process killed while it waits in accept, read or connect closes its
     grove::send(self, go{});
     (void)l.accept();  // no limit: only the kill ends it
   });
-  REQUIRE(grove::receive([](go) { return true; }, grove::after(patience, [] { return false; })));
+  receive_one<go>();
   // A reader, on a connection to a second listener that sends nothing.
   auto quiet = listen_local();
   auto reading = grove::spawn_monitor([self, port = port_of(quiet)] {
@@ -492,7 +489,7 @@ TEST_CASE("a process killed while it waits in accept, read or connect closes its
     char b;
     (void)c->read_some(&b, 1);
   });
-  REQUIRE(grove::receive([](go) { return true; }, grove::after(patience, [] { return false; })));
+  receive_one<go>();
   auto kept = quiet.accept(patience);
   REQUIRE(kept);
   // A connector stuck on a full backlog.
@@ -719,12 +716,9 @@ TEST_CASE("last_errno is the errno of the worker a process runs on now, after it
       const int second = grove::io::last_errno();
       grove::send(self, outcome{first, second, before, grove::process_info(grove::self())->worker});
     });
-    REQUIRE(grove::receive([](holding) { return true; }, grove::after(patience, [] { return false; })));
+    receive_one<holding>();
     grove::send(p, go{});
-    const auto got = grove::receive([](outcome o) { return std::optional<outcome>(o); },
-                                    grove::after(patience, [] { return std::optional<outcome>(); }));
-    REQUIRE(got);
-    const outcome o = *got;
+    const outcome o = receive_one<outcome>();
     if (o.worker_before != o.worker_after) ++moved;
     CHECK(o.first == EBADF);
     CHECK_MESSAGE(o.second == ENOENT, "worker ", o.worker_before, " -> ", o.worker_after, ": ", std::strerror(o.second));

@@ -33,13 +33,6 @@ inline bool mailbox_is_empty() {
 // A message a test sends to let a blocked process go on.
 struct go {};
 
-// Receives one T (fails the test after `patience`).
-template <class T>
-T receive_one() {
-  auto got = grove::receive([](T v) { return std::optional<T>(std::move(v)); },
-                            grove::after(patience, [] { return std::optional<T>(); }));
-  REQUIRE_MESSAGE(got.has_value(), "no message of the expected type");
-  return std::move(*got);
-}
+using grove_test::receive_one;
 
 }  // namespace svc_test

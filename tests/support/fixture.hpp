@@ -57,6 +57,15 @@ bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds tim
 // A generous timeout for receives in tests: long enough never to fire on a loaded CI machine.
 inline constexpr std::chrono::seconds patience{20};
 
+// Receives one T (fails the test after `patience`).
+template <class T>
+T receive_one() {
+  auto got = grove::receive([](T v) { return std::optional<T>(std::move(v)); },
+                            grove::after(patience, [] { return std::optional<T>(); }));
+  REQUIRE_MESSAGE(got.has_value(), "no message of the expected type");
+  return std::move(*got);
+}
+
 // A process that computes for `stretch` at a time (spinning on the clock, no runtime call) and
 // yields between stretches, so that each scheduling round of the worker running it lasts about
 // `stretch`: the busy worker of a test. It counts the stretches done so far: a process on the same
