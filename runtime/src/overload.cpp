@@ -49,6 +49,32 @@
 // that holds a std::mutex across a send can hold it while it waits, and a process killed while it
 // waits raises its exit from the send (as at any park).
 //
+// ## Senders gather where their receiver runs
+// What still limited a flood on two workers was where its processes ran: senders on both cores
+// take turns at the receiver's inbox head, and an idle worker steals the receiver whenever it
+// yields (16 senders, 4 M messages: ~700 yields, ~1,400 steals a run; one worker alone runs the
+// same flood twice as fast). So the receiver, when it frees waiting senders, gathers them on its
+// worker (process::home, gathered_flag | worker) and itself with them: made runnable (a wake, a
+// yield) a gathered process goes to that worker's gathered list (worker::push_gathered, a FIFO
+// under a mutex, touched about once per slice), which the owner serves as it serves pinned
+// processes, and which a thief takes from only when the owner is stuck in one process
+// (steal_from_others, take_from_stuck_worker: the LIFO slot's rule), so a worker that blocks in a
+// system call does not strand them (tests/runtime/overload_test.cpp, "senders freed by a receiver
+// whose worker then blocks"). A process stays gathered while one of its last two runs took part in
+// the flood (waited muted, or freed senders; a sender alternates runs that fill the inbox with runs
+// that wait), and is free again after two runs without: a process that once flooded and then
+// computes is not kept on one core. The other worker is left idle by a flood, as Go's run of the
+// same benchmark is one core's.
+// bench/grove/fan_in (`for i in 1 2 3 4 5; do for b in before after; do nice -n -20
+// $b/bench/grove/fan_in --threads 2; done; done`, 2026-12-07): 3.6-5.4 -> 19.4-21.1 M messages/s
+// (Go's peer in the same hour, `tools/bench fan_in --impl go --runs 3 --nice -20`: 11.9 M; one
+// Grove worker: 22.2 M). Gathering the senders alone, the receiver free: 9.7-13.3 M/s.
+// Rejected: ending the gathering at the first run without a mute (a sender's runs alternate, so it
+// ended at once: no change); keeping it until the process waits for something else (a process that
+// once flooded and then computes and yields would stay on one core for ever); keeping at home only
+// the yields of a receiver that is overloaded (it has caught up when it yields: ~650 of its yields a
+// run still went to the local queue and were stolen).
+//
 // ## Rejected
 // - A send cost that grows with the receiver's queue (BEAM): tried on fan_in, peak RSS 121 -> 12-22
 //   MiB but the rate fell from 7.26 M/s to 4.6-5.6 M/s: on 2 workers the extra reductions made the
@@ -77,6 +103,13 @@ namespace {
 // the distribution reader, overloaded processes), and they can keep a receiver's inbox from ever
 // emptying; a bounded wait keeps every sender making progress.
 constexpr std::int64_t longest_mute_ns = 10'000'000;
+
+// "Senders gather where their receiver runs": p runs on worker `here` (the caller's) from now on,
+// unless it is pinned or `here` is no worker. relaxed: process.hpp, `home`.
+void gather(process* p, int here) noexcept {
+  if (here >= 0 && !is_pinned_home(p->home.load(std::memory_order_relaxed)))
+    p->home.store(static_cast<std::uint16_t>(gathered_flag | static_cast<unsigned>(here)), std::memory_order_relaxed);
+}
 }  // namespace
 
 void begin_overload(process* p) noexcept {
@@ -102,9 +135,14 @@ void end_overload(process* p) noexcept {
   auto waiting = std::partition(s.muted.begin(), s.muted.end(), [&](const auto& e) { return e.first != self.bits(); });
   for (auto it = waiting; it != s.muted.end(); ++it) {
     if (process* q = rt->table.acquire(it->second)) {
+      gather(q, here);
       rt->wake(q, trace::wake_cause::unmuted);
       rt->table.release(q, here);
     }
+  }
+  if (waiting != s.muted.end()) {
+    gather(p, here);  // and the receiver with them
+    p->flooded_this_run = true;
   }
   s.muted.erase(waiting, s.muted.end());
 }
@@ -133,6 +171,7 @@ void wait_for_overloaded(process* self, pid to) {
   }
   rt->table.release(q, worker_index_for(*rt));
   if (!waits) return;
+  self->flooded_this_run = true;
   // Published for introspection while it waits (process.hpp, `activity`); relaxed: a snapshot.
   self->activity.store(static_cast<std::uint8_t>(wait_reason::muted), std::memory_order_relaxed);
   const bool had_timer = self->timer_armed;  // not in a receive (send_node is not called from one)

@@ -194,6 +194,7 @@ void worker::end_idle_spell() noexcept {
 bool worker::has_visible_work() const noexcept {
   // pinned_pending: seq_cst, as the other loads of park's look-again (parking.cpp, step 2)
   if (pinned_head_ != nullptr || pinned_pending.load(std::memory_order_seq_cst) || rt.injector.size_approx() > 0) return true;
+  if (gathered_any.load(std::memory_order_seq_cst)) return true;  // seq_cst: as pinned_pending
   for (auto& w : rt.workers)
     if (w->local.size() > 0) return true;  // after the fence in park
   return runnext.load(std::memory_order_relaxed) != nullptr;

@@ -62,6 +62,12 @@ inline constexpr std::uint32_t no_slot = ~std::uint32_t{0};
 inline constexpr std::uint8_t exiting_activity = 0xFF;
 inline constexpr std::size_t stack_unit_bytes = 64;
 inline constexpr std::uint16_t no_home = 0xFFFF;
+// In process::home, tells the worker a flood's processes gather at (overload.cpp) from a pinned
+// process's home.
+// Worker indices stay below it (runtime_config::workers is at most 1024).
+inline constexpr std::uint16_t gathered_flag = 0x8000;
+inline constexpr bool is_gathered(std::uint16_t home) noexcept { return home != no_home && (home & gathered_flag); }
+inline constexpr bool is_pinned_home(std::uint16_t home) noexcept { return !(home & gathered_flag); }  // no_home has the bit
 inline constexpr std::size_t inline_entry_bytes = 32;
 inline constexpr std::uint32_t image_is_difference = 1u << 31;  // in process::image_capacity
 inline constexpr std::uint32_t image_is_out = 1u << 30;         // likewise: it holds the stack
@@ -138,9 +144,15 @@ struct alignas(64) process {
   std::atomic<std::uint32_t> control{0};   // shared: scheduler.cpp, "process states"
   process_kind kind = process_kind::scheduled;  // read by wakers; fixed while a pid names it
   std::atomic<bool> has_name{false};       // shared: set under the registry lock; read at exit
-  // The worker a pinned process runs on: no_home until its first run, then fixed. Written by that
-  // worker before the process first parks, read by wakers after their wake (scheduler.cpp, "Pinned").
-  std::uint16_t home = no_home;
+  // Where it runs when made runnable: no_home (anywhere); a pinned process's worker, stored by that
+  // worker at its first run, before it can park, then fixed (scheduler.cpp, "Pinned"); or
+  // gathered_flag | the worker of a receiver that could not keep up, stored by that worker as the
+  // receiver frees its waiting senders (for them and for itself), cleared by the worker that begins a
+  // run of it after two runs that took no part in the flood, or by a thief that takes it from a stuck
+  // worker (overload.cpp, "Senders gather where their receiver runs"). Relaxed: wakers load it after their wake's RMW on
+  // `control`, which orders a pinned home's store; a gathering is a placement hint, any value of
+  // which is safe.
+  std::atomic<std::uint16_t> home{no_home};
   // shared, published by the owner for introspection as its arena grows and shrinks (arena.cpp):
   // KiB taken from the system, rounded up; relaxed, a snapshot like `activity`.
   std::atomic<std::uint32_t> arena_kib{0};
@@ -191,6 +203,10 @@ struct alignas(64) process {
   bool exiting : 1 = false;                // owner: an exit is decided (unwinding, or in the exit protocol)
   bool in_exit_protocol : 1 = false;       // owner: exit_process runs: its runtime calls must not raise the exit again
   bool overloaded : 1 = false;             // owner: ctl_overloaded is set in `control` (overload.cpp)
+  // owner: in its current run, in its last: it waited for a receiver that could not keep up, or freed
+  // senders that waited for it (overload.cpp, "Senders gather where their receiver runs")
+  bool flooded_this_run : 1 = false;
+  bool flooded_last_run : 1 = false;
   std::uint8_t exits_deferred = 0;         // owner: live exit_deferrals (grove/process.hpp)
 
   timer_node& timer() noexcept { return entry.started.timer; }
@@ -206,9 +222,11 @@ struct alignas(64) process {
     trace_flags.store(0, std::memory_order_relaxed);  // published with the pid (process_table::allocate)
     trap_exit = false;
     pinned = false;
-    home = no_home;
+    home.store(no_home, std::memory_order_relaxed);  // published with the pid
     exiting = false;
     in_exit_protocol = false;
+    flooded_this_run = false;
+    flooded_last_run = false;
     overloaded = false;  // and ctl_overloaded: the control word is set anew (process_table::allocate)
     exit_signals.store(0, std::memory_order_relaxed);  // published with the pid (process_table::allocate)
     budget = 0;

@@ -94,7 +94,10 @@
 // ## Overload
 // A process that cannot keep up with its mail (one drain of its inbox takes a full batch and leaves
 // more) makes its senders wait after their sends until it catches up: overload.cpp. The bit is in
-// the control word (ctl_overloaded), which the sender's wake has just read.
+// the control word (ctl_overloaded), which the sender's wake has just read. While the flood lasts the
+// receiver and the senders it frees are gathered on its worker (process::home with gathered_flag):
+// they go to that worker's gathered list, which it serves as it serves pinned processes (every other
+// round first), and which a thief takes from only when that worker is stuck, as its LIFO slot.
 //
 // ## Thread-local state
 // A process may resume on another worker after any park. GCC hoists thread-local addresses (and
@@ -182,10 +185,7 @@ void runtime::state::wake(process* p, trace::wake_cause why) noexcept {
 }
 
 void runtime::state::schedule(process* p) {
-  if (p->home != no_home) {  // pinned, started: only its home may run it (file comment, "Pinned")
-    workers[p->home]->push_pinned(p);
-    return;
-  }
+  if (send_home(p)) return;
   worker* w = this_worker();
   if (w && &w->rt == this) {
     if (w->current != nullptr) {
@@ -198,6 +198,17 @@ void runtime::state::schedule(process* p) {
   }
   injector.push(p);
   notify_work();
+}
+
+bool runtime::state::send_home(process* p) {
+  const std::uint16_t home = p->home.load(std::memory_order_relaxed);  // relaxed: process.hpp
+  if (home == no_home) return false;
+  if (is_gathered(home)) {
+    workers[home & ~gathered_flag]->push_gathered(p);  // a sender of a flooded receiver (overload.cpp)
+  } else {
+    workers[home]->push_pinned(p);  // pinned, started: only its home may run it (file comment, "Pinned")
+  }
+  return true;
 }
 
 void runtime::state::process_exited(process* p) noexcept {

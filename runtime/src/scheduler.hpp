@@ -104,6 +104,9 @@ class worker {
   static void arrived(transfer t);
   // Any thread: a started pinned process whose home this is, made runnable (scheduler.cpp, "Pinned").
   void push_pinned(process* p);
+  // Any thread: a process gathered here (overload.cpp, "Senders gather where their receiver runs"),
+  // made runnable. The owner runs it; a thief takes it only from a stuck worker, as its LIFO slot.
+  void push_gathered(process* p);
   // Any thread: wake this worker if it sleeps past `deadline_ns` (a new timer) or at all.
   void unpark() noexcept;
   void unpark_if_sleeping_past(std::uint64_t deadline_ns) noexcept;
@@ -124,6 +127,14 @@ class worker {
   inject_queue pinned_inbox;                // shared: pinned processes of this worker made runnable by other threads
   std::atomic<bool> pinned_pending{false};  // shared: set after a push into pinned_inbox; the owner clears it before draining
   std::atomic<process*> runnext{nullptr};   // shared: owner sets/takes; a thief takes it only from a stuck worker
+  // Runnable processes gathered here (push_gathered), FIFO through process::next_waiter. A mutex,
+  // not a lock-free queue: pushed and taken about once per time slice of a sender, and FIFO across
+  // producers (moodycamel's queue is not, see take_pinned). `gathered_any` is stored under the lock
+  // (seq_cst, for park's look-again) and read without it as a hint.
+  std::mutex gathered_lock;
+  process* gathered_head = nullptr;  // guarded by gathered_lock
+  process* gathered_tail = nullptr;  // guarded by gathered_lock
+  std::atomic<bool> gathered_any{false};
 
   // shared: the ring this worker records trace events into (tracer.hpp), or null: set by
   // trace::start (release), loaded by the owner's record() (acquire)
@@ -149,6 +160,7 @@ class worker {
   process* find_work();
   process* take_local();
   process* take_pinned();
+  process* take_gathered_from(worker& w);  // the oldest process gathered at w, or null
   process* steal_from_others();
   bool park();                                   // parking.cpp
   std::uint64_t start_watch(std::uint64_t now);
@@ -286,6 +298,8 @@ struct runtime::state : std::enable_shared_from_this<runtime::state> {
 
   // Scheduling (scheduler.cpp).
   void schedule(internal::process* p);      // p just became NOTIFIED: put it in a queue
+  // To the queue of p's home, pinned or gathered (process.hpp, `home`); false if it has none.
+  bool send_home(internal::process* p);
   // Makes p runnable if it is not running or queued; why: for the trace (event_kind::wake).
   void wake(internal::process* p, trace::wake_cause why = trace::wake_cause::message) noexcept;
   void notify_work() noexcept;              // new work is visible: make sure someone looks

@@ -133,12 +133,39 @@ process* worker::take_pinned() {
   return p;
 }
 
-void worker::requeue(process* p) {
-  if (p->home != no_home) {
-    rt.workers[p->home]->push_pinned(p);
-  } else {
-    push_local(p);
+void worker::push_gathered(process* p) {
+  {
+    std::lock_guard<std::mutex> g(gathered_lock);
+    p->next_waiter = nullptr;  // a queued process is in no slot's waiter list: the link is free
+    (gathered_tail ? gathered_tail->next_waiter : gathered_head) = p;
+    gathered_tail = p;
+    gathered_any.store(true, std::memory_order_seq_cst);  // seq_cst: read by park's look-again (has_visible_work)
   }
+  if (this_worker() != this) unpark();  // idempotent against a park in progress, which looks again
+}
+
+process* worker::take_gathered_from(worker& w) {
+  if (!w.gathered_any.load(std::memory_order_relaxed)) return nullptr;  // a hint: the lock decides
+  process* p;
+  {
+    std::lock_guard<std::mutex> g(w.gathered_lock);
+    p = w.gathered_head;
+    if (!p) return nullptr;
+    w.gathered_head = p->next_waiter;
+    if (!w.gathered_head) {
+      w.gathered_tail = nullptr;
+      w.gathered_any.store(false, std::memory_order_seq_cst);  // seq_cst: as in push_gathered
+    }
+  }
+  p->next_waiter = nullptr;
+  // A thief's take (w stuck in one process) ends the gathering, or the process would go back to w's
+  // list after its run. relaxed: process.hpp, `home`
+  if (&w != this) p->home.store(no_home, std::memory_order_relaxed);
+  return p;
+}
+
+void worker::requeue(process* p) {
+  if (!rt.send_home(p)) push_local(p);
 }
 
 process* worker::take_local() {
@@ -189,9 +216,10 @@ process* worker::steal_from_others() {
     if (v == index) continue;
     worker& victim = *rt.workers[v];
     if (std::uint32_t got = victim.local.steal_half(batch)) return keep_stolen(batch, got, v);
-    // Its LIFO slot only if the victim is stuck in one process (scheduler.cpp, "Where work comes
-    // from"): its switch count has not moved for stuck_worker_ns since we first saw that count.
-    if (victim.runnext.load(std::memory_order_relaxed) == nullptr) continue;  // a hint; the exchange decides
+    // Its LIFO slot and the senders gathered there only if the victim is stuck in one process
+    // (scheduler.cpp, "Where work comes from"): its switch count has not moved for stuck_worker_ns
+    // since we first saw that count. relaxed: hints; the exchange and the lock decide
+    if (victim.runnext.load(std::memory_order_relaxed) == nullptr && !victim.gathered_any.load(std::memory_order_relaxed)) continue;
     switch (watch_switches(v, now_ns(), stuck_worker_ns)) {
       case stillness::moved: continue;
       case stillness::still:
@@ -201,6 +229,7 @@ process* worker::steal_from_others() {
     }
     if (process* p = victim.runnext.exchange(nullptr, std::memory_order_acq_rel))  // acq_rel: see push_runnext
       return keep_stolen(&p, 1, v);
+    if (process* p = take_gathered_from(victim)) return keep_stolen(&p, 1, v);  // no longer gathered there
   }
   return nullptr;
 }
@@ -218,13 +247,16 @@ process* worker::take_from_stuck_worker() {
     if (v == index) continue;
     worker& victim = *rt.workers[v];
     // relaxed: hints; steal_half and the exchange decide
-    if (victim.local.size() == 0 && victim.runnext.load(std::memory_order_relaxed) == nullptr) continue;
+    if (victim.local.size() == 0 && victim.runnext.load(std::memory_order_relaxed) == nullptr &&
+        !victim.gathered_any.load(std::memory_order_relaxed))
+      continue;
     if (now == 0) now = now_ns();
     if (watch_switches(v, now, stuck_for_busy_thief_ns) != stillness::stuck) continue;
     process* batch[run_queue::capacity / 2];
     std::uint32_t got = victim.local.steal_half(batch);
     if (got == 0) {
       batch[0] = victim.runnext.exchange(nullptr, std::memory_order_acq_rel);  // acq_rel: see push_runnext
+      if (batch[0] == nullptr) batch[0] = take_gathered_from(victim);  // no longer gathered there
       if (batch[0] == nullptr) continue;
       got = 1;
     }
@@ -251,8 +283,12 @@ process* worker::find_work() {
   // scheduler.cpp, "Pinned": every other round first. relaxed: a hint, take_pinned decides
   const bool pinned_work = pinned_head_ != nullptr || pinned_pending.load(std::memory_order_relaxed);
   if (pinned_work && (tick_ & 1) == 0 && (p = take_pinned())) return p;
+  // Gathered processes likewise (overload.cpp, "Senders gather where their receiver runs"): every
+  // other round first, so that neither they nor the local queue wait for the other to run out.
+  if ((tick_ & 1) == 0 && (p = take_gathered_from(*this))) return p;
   if ((p = take_local())) return p;
   if (pinned_work && (p = take_pinned())) return p;
+  if ((p = take_gathered_from(*this))) return p;
   process* batch[inject_batch];
   if (std::size_t n = rt.injector.try_pop_bulk(batch, inject_batch)) {
     for (std::size_t i = 1; i < n; ++i) push_local(batch[i]);
@@ -361,8 +397,14 @@ bool worker::begin_run(process* p) {
   current = p;
   p->worker = static_cast<std::uint16_t>(index);
   p->budget = rt.config.reductions_per_slice;
+  // A gathered process stays gathered while one of its last two runs took part in a flood
+  // (overload.cpp, "Senders gather where their receiver runs"). relaxed: process.hpp, `home`
+  if (!p->flooded_this_run && !p->flooded_last_run && is_gathered(p->home.load(std::memory_order_relaxed)))
+    p->home.store(no_home, std::memory_order_relaxed);
+  p->flooded_last_run = p->flooded_this_run;
+  p->flooded_this_run = false;
   if (!p->started) {
-    if (p->pinned) p->home = static_cast<std::uint16_t>(index);  // scheduler.cpp, "Pinned"
+    if (p->pinned) p->home.store(static_cast<std::uint16_t>(index), std::memory_order_relaxed);  // scheduler.cpp, "Pinned"
     const std::size_t reserve = entry_reserve(*p->entry.unstarted.ops);  // the callable's place (process.hpp)
     p->ctx.fctx = make_context(static_cast<char*>(rt.slots.stack_top(p)) - reserve, rt.slots.stack_bytes() - reserve, &process_main);
     p->started = true;
@@ -485,11 +527,8 @@ void worker::after_park(process* p) {
     while (!p->control.compare_exchange_weak(s, (s & ~ctl_running) | ctl_notified, std::memory_order_acq_rel,
                                              std::memory_order_relaxed)) {
     }
-    if (p->home != no_home) {
-      requeue(p);
-    } else if (!local.push(p)) {
-      push_local(p);
-    }
+    if (rt.send_home(p)) return;  // only its home may take it (push_pinned and push_gathered wake it)
+    if (!local.push(p)) push_local(p);
     rt.notify_work();
     return;
   }

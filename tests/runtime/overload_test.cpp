@@ -10,6 +10,9 @@
 // them muted (or a cap, so that a broken overload cannot eat the machine's memory).
 #include "support/fixture.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <string>
@@ -157,6 +160,60 @@ TEST_CASE("sixteen processes flooding one that takes everything: all arrive, eac
       for (int i = 0; i < n; ++i) grove::send(receiver, std::make_pair(s, i));
     });
   CHECK(grove::receive([](bool in_order) { return in_order ? 1 : 0; }, grove::after(patience, [] { return -1; })) == 1);
+}
+
+TEST_CASE("senders freed by a receiver whose worker then blocks in a system call are run by another worker") {
+  // Senders freed by a receiver that caught up are gathered on the receiver's worker (overload.cpp,
+  // "Senders gather where their receiver runs"), where only that worker runs them unless it is
+  // stuck. Here the receiver frees its muted senders (a drain empties its inbox) and, before they
+  // can run, blocks its worker in read(2): the other worker must take them, and they finish their
+  // sends while the read lasts. Without that they would wait for the read to end.
+  grove_test::runtime_fixture rt({.workers = 2});
+  grove::scoped_process me;
+  const grove::pid test = me.pid();
+  constexpr int senders = 4;
+  const int n = flood_size();
+  struct pipe_pair {
+    int fds[2] = {-1, -1};
+    ~pipe_pair() {
+      for (int fd : fds)
+        if (fd >= 0) ::close(fd);
+    }
+  };
+  auto blocking = std::make_shared<pipe_pair>();  // shared with the receiver, which may outlive a failed test
+  REQUIRE(::pipe(blocking->fds) == 0);
+  std::vector<grove::pid> sender_pids;
+  std::atomic<bool> all_muted{false};  // release/acquire: publishes sender_pids to the receiver
+  std::atomic<bool> reading{false}, read_over{false};
+  const grove::pid receiver = grove::spawn([&, blocking, test, n] {
+    long taken = 0;
+    grove::receive([&](int) { ++taken; });
+    while (!all_muted.load(std::memory_order_acquire)) compute_a_little_then_yield();
+    // Take mail, never waiting for it, until a drain empties the inbox and frees the senders.
+    while (std::any_of(sender_pids.begin(), sender_pids.end(), muted)) grove::receive([&](int) { ++taken; });
+    reading.store(true, std::memory_order_release);  // release: a flag the test reads
+    char c;
+    (void)!::read(blocking->fds[0], &c, 1);  // holds this worker until the test writes
+    read_over.store(true, std::memory_order_release);
+    while (taken < long{n} * senders) grove::receive([&](int) { ++taken; });
+    grove::send(test, taken);
+  });
+  for (int s = 0; s < senders; ++s)
+    sender_pids.push_back(grove::spawn([receiver, test, n] {
+      for (int i = 0; i < n; ++i) grove::send(receiver, i);
+      grove::send(test, finished{});
+    }));
+  const bool flooded = grove_test::wait_until([&] { return std::all_of(sender_pids.begin(), sender_pids.end(), muted); });
+  all_muted.store(true, std::memory_order_release);
+  int finished_count = 0;
+  while (finished_count < senders && grove::receive([](finished) { return true; }, grove::after(patience, [] { return false; })))
+    ++finished_count;
+  const bool receiver_blocked = reading.load(std::memory_order_acquire) && !read_over.load(std::memory_order_acquire);
+  REQUIRE(::write(blocking->fds[1], "x", 1) == 1);
+  CHECK(grove::receive([](long taken) { return taken; }, grove::after(patience, [] { return -1L; })) == long{n} * senders);
+  REQUIRE(flooded);
+  CHECK(finished_count == senders);
+  CHECK(receiver_blocked);  // they finished while the receiver's worker was held
 }
 
 TEST_CASE("a sender muted behind an inbox that a thread keeps full still gets through (a muted wait is bounded)") {
