@@ -398,11 +398,13 @@ bool worker::begin_run(process* p) {
   p->worker = static_cast<std::uint16_t>(index);
   p->budget = rt.config.reductions_per_slice;
   // A gathered process stays gathered while one of its last two runs took part in a flood
-  // (overload.cpp, "Senders gather where their receiver runs"). relaxed: process.hpp, `home`
-  if (!p->flooded_this_run && !p->flooded_last_run && is_gathered(p->home.load(std::memory_order_relaxed)))
-    p->home.store(no_home, std::memory_order_relaxed);
-  p->flooded_last_run = p->flooded_this_run;
-  p->flooded_this_run = false;
+  // (overload.cpp, "Senders gather where their receiver runs"). The bits of others are left as they
+  // are: stale ones keep a process gathered a run or two longer at most. relaxed: process.hpp, `home`
+  if (is_gathered(p->home.load(std::memory_order_relaxed))) [[unlikely]] {
+    if (!p->flooded_this_run && !p->flooded_last_run) p->home.store(no_home, std::memory_order_relaxed);
+    p->flooded_last_run = p->flooded_this_run;
+    p->flooded_this_run = false;
+  }
   if (!p->started) {
     if (p->pinned) p->home.store(static_cast<std::uint16_t>(index), std::memory_order_relaxed);  // scheduler.cpp, "Pinned"
     const std::size_t reserve = entry_reserve(*p->entry.unstarted.ops);  // the callable's place (process.hpp)
