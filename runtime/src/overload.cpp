@@ -66,7 +66,7 @@
 // computes is not kept on one core. The other worker is left idle by a flood, as Go's run of the
 // same benchmark is one core's.
 // bench/grove/fan_in (`for i in 1 2 3 4 5; do for b in before after; do nice -n -20
-// $b/bench/grove/fan_in --threads 2; done; done`, 2026-12-07): 3.6-5.4 -> 19.4-21.1 M messages/s
+// $b/bench/grove/fan_in --threads 2; done; done`, 2026-12-07): 3.5-5.4 -> 17.8-21.3 M messages/s
 // (Go's peer in the same hour, `tools/bench fan_in --impl go --runs 3 --nice -20`: 11.9 M; one
 // Grove worker: 22.2 M). Gathering the senders alone, the receiver free: 9.7-13.3 M/s.
 // Rejected: ending the gathering at the first run without a mute (a sender's runs alternate, so it
