@@ -60,11 +60,18 @@
 // processes, and which a thief takes from only when the owner is stuck in one process
 // (steal_from_others, take_from_stuck_worker: the LIFO slot's rule), so a worker that blocks in a
 // system call does not strand them (tests/runtime/overload_test.cpp, "senders freed by a receiver
-// whose worker then blocks"). A process stays gathered while one of its last two runs took part in
+// whose worker then blocks"); a push that finds idle workers and none watching wakes one, which
+// watches the list as it watches a LIFO slot (parking.cpp). The owner serves its pinned processes
+// and its gathered list in turns, so a pinned process that keeps yielding does not starve a flood
+// gathered there (the test "a pinned process that keeps yielding"). A process that goes into a
+// blocking call leaves its gathering (blocking.cpp): the call's end can come after its worker has
+// left at stop(). A process stays gathered while one of its last two runs took part in
 // the flood (waited muted, or freed senders; a sender alternates runs that fill the inbox with runs
 // that wait), and is free again after two runs without: a process that once flooded and then
 // computes is not kept on one core. The other worker is left idle by a flood, as Go's run of the
-// same benchmark is one core's.
+// same benchmark is one core's; the price is paid by senders that compute between sends, which share
+// the receiver's core while the flood lasts (they cannot go faster than it takes their mail anyway).
+// A sender feeding two flooded receivers goes where the last one that freed it runs.
 // bench/grove/fan_in (`for i in 1 2 3 4 5; do for b in before after; do nice -n -20
 // $b/bench/grove/fan_in --threads 2; done; done`, 2026-12-07): 3.5-5.4 -> 17.8-21.3 M messages/s
 // (Go's peer in the same hour, `tools/bench fan_in --impl go --runs 3 --nice -20`: 11.9 M; one

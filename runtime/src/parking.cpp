@@ -206,7 +206,7 @@ bool worker::has_visible_work() const noexcept {
 // longer than watch_backoff_ns_ (stuck_worker_ns, doubling up to watch_max_ns while it finds
 // nothing), or stuck_worker_ns when its last search saw a slot whose owner had not switched
 // (suspect_):
-//   - when a LIFO slot is occupied: always (the occupant may be stranded);
+//   - when a LIFO slot or a gathered list (overload.cpp) is occupied: always (the occupant may be stranded);
 //   - else when another worker is busy and nobody else watches (a busy worker may strand one).
 // Returns when to look again, counted in rt.watchers (park stops counting when it wakes), or ~0 when
 // there is nothing to watch. The pairing that leaves no occupant unwatched: push_runnext fills an
@@ -218,7 +218,9 @@ std::uint64_t worker::start_watch(std::uint64_t now) {
   suspect_ = false;
   auto slot_occupied = [&] {
     for (auto& w : rt.workers)
-      if (w.get() != this && w->runnext.load(std::memory_order_seq_cst) != nullptr) return true;  // seq_cst: above
+      // seq_cst: above; a gathered list counts as a LIFO slot (worker::push_gathered)
+      if (w.get() != this && (w->runnext.load(std::memory_order_seq_cst) != nullptr || w->gathered_any.load(std::memory_order_seq_cst)))
+        return true;
     return false;
   };
   const unsigned others_watching = rt.watchers.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: above

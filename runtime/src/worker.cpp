@@ -139,9 +139,14 @@ void worker::push_gathered(process* p) {
     p->next_waiter = nullptr;  // a queued process is in no slot's waiter list: the link is free
     (gathered_tail ? gathered_tail->next_waiter : gathered_head) = p;
     gathered_tail = p;
-    gathered_any.store(true, std::memory_order_seq_cst);  // seq_cst: read by park's look-again (has_visible_work)
+    gathered_any.store(true, std::memory_order_seq_cst);  // seq_cst: park's look-again, and the watch pairing below
   }
   if (this_worker() != this) unpark();  // idempotent against a park in progress, which looks again
+  // If we are stuck in one process from now on, only a watcher takes p (steal_from_others): with
+  // idle workers and none watching, wake one, which watches (start_watch counts gathered lists as
+  // LIFO slots). The pairing is push_runnext's: our store above, then this load; a watcher counts
+  // itself, then looks. seq_cst loads: that pairing.
+  if (rt.watchers.load(std::memory_order_seq_cst) == 0 && rt.idle_count.load(std::memory_order_seq_cst) != 0) rt.notify_work();
 }
 
 process* worker::take_gathered_from(worker& w) {
@@ -280,15 +285,25 @@ process* worker::find_work() {
   process* p = nullptr;
   if ((new_tick || tick_ % global_queue_interval == 0) && rt.injector.try_pop(p)) return p;
   if (new_tick && (p = take_from_stuck_worker())) return p;
-  // scheduler.cpp, "Pinned": every other round first. relaxed: a hint, take_pinned decides
+  // Pinned processes (scheduler.cpp, "Pinned") and gathered ones (overload.cpp, "Senders gather
+  // where their receiver runs"): every other round first, so that neither they nor the local queue
+  // wait for the other to run out. relaxed: a hint, take_pinned decides
   const bool pinned_work = pinned_head_ != nullptr || pinned_pending.load(std::memory_order_relaxed);
-  if (pinned_work && (tick_ & 1) == 0 && (p = take_pinned())) return p;
-  // Gathered processes likewise (overload.cpp, "Senders gather where their receiver runs"): every
-  // other round first, so that neither they nor the local queue wait for the other to run out.
-  if ((tick_ & 1) == 0 && (p = take_gathered_from(*this))) return p;
+  // The two take turns at going first, so that a pinned process that keeps yielding cannot starve
+  // them.
+  auto take_homed = [&]() -> process* {
+    process* q = nullptr;
+    if ((tick_ & 2) == 0) {
+      if ((pinned_work && (q = take_pinned())) || (q = take_gathered_from(*this))) return q;
+    } else {
+      if ((q = take_gathered_from(*this)) || (pinned_work && (q = take_pinned()))) return q;
+    }
+    return nullptr;
+  };
+  const bool homed_work = pinned_work || gathered_any.load(std::memory_order_relaxed);  // relaxed: a hint, as pinned_work
+  if (homed_work && (tick_ & 1) == 0 && (p = take_homed())) return p;
   if ((p = take_local())) return p;
-  if (pinned_work && (p = take_pinned())) return p;
-  if ((p = take_gathered_from(*this))) return p;
+  if (homed_work && (p = take_homed())) return p;
   process* batch[inject_batch];
   if (std::size_t n = rt.injector.try_pop_bulk(batch, inject_batch)) {
     for (std::size_t i = 1; i < n; ++i) push_local(batch[i]);
