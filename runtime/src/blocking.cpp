@@ -106,7 +106,9 @@ void run_blocking_erased(void (*call)(void*) noexcept, void* ctx) {
   }
   // The job uses this stack until `done`: park until then, whatever else wakes us.
   end_overload_if_any(p);  // it drains nothing meanwhile: its senders wait no more (overload.cpp)
-  leave_gathering(p);
+  // Nor runs where a flood gathered it: the call's end can come after that worker has left at stop()
+  // (only worker 0 waits for blocking calls, runtime.cpp).
+  p->leave_gathering();
   p->activity.store(static_cast<std::uint8_t>(wait_reason::blocking_call), std::memory_order_relaxed);  // published: a snapshot
   while (!job.done.load(std::memory_order_acquire)) park_current(p, park_reason::offload);  // pairs with serve's release
   p->activity.store(0, std::memory_order_relaxed);

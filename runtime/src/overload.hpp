@@ -33,12 +33,6 @@ void begin_overload(process* p) noexcept;
 // Process context, the receiver (owner), or its exit: no longer overloaded; the senders waiting for
 // it are woken. A no-op unless p->overloaded.
 void end_overload(process* p) noexcept;
-// Process context, the owner: it no longer runs where a flood gathered it ("Senders gather where
-// their receiver runs"): it goes into a blocking call, whose end can come after its worker has left
-// at stop() (only worker 0 waits for blocking calls, runtime.cpp).
-inline void leave_gathering(process* p) noexcept {
-  if (is_gathered(p->home.load(std::memory_order_relaxed))) p->home.store(no_home, std::memory_order_relaxed);  // relaxed: process.hpp
-}
 inline void end_overload_if_any(process* p) noexcept {
   if (p->overloaded) [[unlikely]]
     end_overload(p);

@@ -210,6 +210,11 @@ struct alignas(64) process {
   std::uint8_t exits_deferred = 0;         // owner: live exit_deferrals (grove/process.hpp)
 
   timer_node& timer() noexcept { return entry.started.timer; }
+  // It no longer runs where a flood gathered it (overload.cpp, "Senders gather where their receiver
+  // runs"); a pinned home stays. relaxed: as `home` says.
+  void leave_gathering() noexcept {
+    if (is_gathered(home.load(std::memory_order_relaxed))) home.store(no_home, std::memory_order_relaxed);
+  }
   grove::pid id() const noexcept { return pid::from_bits(pid_bits.load(std::memory_order_relaxed)); }
   // The one reset of a reused PCB's per-incarnation state, by process_table::allocate before the new
   // pid is published. What the previous incarnation's exit already emptied (mailbox, saved list,

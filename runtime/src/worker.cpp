@@ -164,8 +164,8 @@ process* worker::take_gathered_from(worker& w) {
   }
   p->next_waiter = nullptr;
   // A thief's take (w stuck in one process) ends the gathering, or the process would go back to w's
-  // list after its run. relaxed: process.hpp, `home`
-  if (&w != this) p->home.store(no_home, std::memory_order_relaxed);
+  // list after its run.
+  if (&w != this) p->leave_gathering();
   return p;
 }
 
@@ -416,7 +416,7 @@ bool worker::begin_run(process* p) {
   // (overload.cpp, "Senders gather where their receiver runs"). The bits of others are left as they
   // are: stale ones keep a process gathered a run or two longer at most. relaxed: process.hpp, `home`
   if (is_gathered(p->home.load(std::memory_order_relaxed))) [[unlikely]] {
-    if (!p->flooded_this_run && !p->flooded_last_run) p->home.store(no_home, std::memory_order_relaxed);
+    if (!p->flooded_this_run && !p->flooded_last_run) p->leave_gathering();
     p->flooded_last_run = p->flooded_this_run;
     p->flooded_this_run = false;
   }
