@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <netdb.h>
 #include <unistd.h>
@@ -364,6 +365,29 @@ std::error_code stream::write_all(const void* buf, std::size_t n, until u) {
     if (auto ec = h_.wait(true, deadline)) return ec;
   }
   return {};
+}
+
+result<std::size_t> stream::try_write(std::span<const std::string_view> parts) noexcept {
+  constexpr std::size_t max_parts = 16;
+  iovec iov[max_parts];
+  std::size_t count = 0;
+  for (const std::string_view part : parts) {
+    if (part.empty()) continue;
+    if (count == max_parts) return make_error_code(std::errc::argument_list_too_long);
+    iov[count++] = {const_cast<char*>(part.data()), part.size()};
+  }
+  if (count == 0) return std::size_t{0};
+  msghdr m{};
+  m.msg_iov = iov;
+  m.msg_iovlen = count;
+  for (;;) {
+    const ssize_t w = ::sendmsg(h_.fd(), &m, MSG_DONTWAIT | MSG_NOSIGNAL);  // EPIPE as an error, never SIGPIPE
+    if (w >= 0) return static_cast<std::size_t>(w);
+    const int e = io::last_errno();
+    if (e == EINTR) continue;
+    if (e == EAGAIN) return std::size_t{0};
+    return errno_code(e);
+  }
 }
 
 std::error_code stream::wait_readable(until u) { return h_.wait(false, u.deadline_ns()); }

@@ -165,7 +165,14 @@ constexpr std::uint64_t ceded_poller_sleep_ns = 1'000'000;
 // with nobody asleep in the poller the spinner reads each message as it comes, and on 2 vCPUs
 // that time is the Erlang sender's). Restricted to a spinner whose work spells average under 100
 // µs, or to the park after a ceded sleep that ran to its bound: the stream still fell (151-184 K)
-// or the round trips no longer rose (27.1-34.5 K against 24.1-31.3 K).
+// or the round trips no longer rose (27.1-34.5 K against 24.1-31.3 K). Restricted to a runtime
+// whose stream reads lately answered writes (a conversation's turns, not a stream's; a score fed by
+// grove::net's reads and writes), on another host (an Intel Xeon KVM guest, 2026-12-07, alternating
+// pairs, sink and sender of one build with a throwaway switch): Grove -> Grove round trips of 1 KB
+// binaries 61.3-64.0 -> 63.0-70.0 K/s (4 pairs), small 69.5-72.8 -> 74.2-80.8 K (3 pairs), Erlang
+// -> Grove and Grove -> Grove streams within noise, but Erlang -> Grove round trips of 1 KB binaries
+// 34.7-35.9 -> 26.0-28.8 K/s (3 pairs, `erl ... -s dist_send main -extra --mode 1 --payload 1024
+// --n 30000` against a two-worker Grove sink): not kept either.
 
 // ## How long an idle worker spins (runtime_config::max_idle_spin)
 // 20 µs, unless idle spells have lately ended sooner than max_idle_spin: then one and a half times

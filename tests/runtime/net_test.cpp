@@ -272,6 +272,63 @@ TEST_CASE("a peer that closes mid-read gives end_of_file, and a write to a close
   check_no_fds();
 }
 
+TEST_CASE("try_write writes its parts in order without waiting: a full socket takes part or nothing, a closed peer is EPIPE") {
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  auto l = listen_local();
+  auto c = net::stream::connect(net::address::loopback(port_of(l)), patience);
+  REQUIRE(c);
+  auto s = l.accept(patience);
+  REQUIRE(s);
+  // Parts in order, empty ones skipped; nothing to write is 0 bytes, not an error.
+  const std::string_view parts[] = {"ab", "", "cde", "f"};
+  auto n = c->try_write(parts);
+  REQUIRE(n);
+  CHECK(*n == 6);
+  char buf[6];
+  CHECK_FALSE(s->read_exact(buf, sizeof buf, patience));
+  CHECK(std::string_view(buf, 6) == "abcdef");
+  const std::string_view nothing[] = {"", ""};
+  n = c->try_write(nothing);
+  REQUIRE(n);
+  CHECK(*n == 0);
+  // More parts than one syscall takes here: refused whole, nothing written.
+  std::vector<std::string_view> many(17, "x");
+  n = c->try_write(many);
+  REQUIRE_FALSE(n);
+  CHECK(n.error() == std::errc::argument_list_too_long);
+  // A peer that does not read: the socket fills, and try_write returns what went (at the end 0)
+  // instead of waiting (a wait would hang here: nobody reads until the loop ends).
+  const std::string chunk(256 * 1024, 'y');
+  const std::string_view one[] = {chunk};
+  std::size_t total = 0, zero_after = 0;
+  for (int i = 0; i < 10'000; ++i) {
+    n = c->try_write(one);
+    REQUIRE(n);
+    total += *n;
+    if (*n == 0) {
+      zero_after = total;
+      break;
+    }
+  }
+  CHECK(zero_after > 0);  // it filled, and said so with 0
+  // The reader drains what went: every byte, all of it 'y'.
+  std::string got(total, '\0');
+  CHECK_FALSE(s->read_exact(got.data(), got.size(), patience));
+  CHECK(got.find_first_not_of('y') == std::string::npos);
+  // The peer gone: an error, never SIGPIPE, and the program lives.
+  s->close();
+  std::error_code ec;
+  for (int i = 0; i < 100 && !ec; ++i) {
+    n = c->try_write(one);
+    if (!n) ec = n.error();
+  }
+  CHECK((ec == std::errc::broken_pipe || ec == std::errc::connection_reset));
+  c->close();
+  l.close();
+  check_no_fds();
+}
+
 TEST_CASE("a reset connection is ECONNRESET for the reader") {
   grove_test::runtime_fixture rt;
   grove::scoped_process me;

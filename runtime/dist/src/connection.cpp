@@ -225,12 +225,9 @@ void connection::place(const frame_atoms* refs, std::string_view frame) noexcept
   }
   if (direct) {
     // One non-blocking send: all of it goes (the usual case), or the rest waits for the writer.
-    iovec parts[2] = {{head.data(), head.size()}, {const_cast<char*>(frame.data()), frame.size()}};
-    msghdr m{};
-    m.msg_iov = parts;
-    m.msg_iovlen = 2;
-    const ssize_t n = ::sendmsg(direct->native_handle(), &m, MSG_DONTWAIT | MSG_NOSIGNAL);
-    const std::size_t sent = n > 0 ? static_cast<std::size_t>(n) : 0;
+    const std::string_view parts[2] = {head, frame};
+    const auto n = direct->try_write(parts);
+    const std::size_t sent = n ? *n : 0;  // an error: the writer's next write meets it too
     try {
       std::lock_guard<std::mutex> g(lock_);
       writing_ = false;

@@ -35,6 +35,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -135,6 +136,10 @@ class stream {
   // Writes all n bytes (partial writes are continued), waiting while the socket is full.
   std::error_code write_all(const void* buf, std::size_t n, until u = {});
   std::error_code write_all(std::string_view text, until u = {}) { return write_all(text.data(), text.size(), u); }
+  // Writes what the socket takes now of the parts, in order, with one syscall and without waiting
+  // (tokio's try_write_vectored): the bytes written, possibly 0 when the socket is full. For a
+  // thread that must not park (it holds a lock, or is not a process) and queues the rest itself.
+  result<std::size_t> try_write(std::span<const std::string_view> parts) noexcept;
   // No more writes: the peer reads end-of-file.
   std::error_code shutdown_write() noexcept;
   void close() noexcept { h_.close(); }
