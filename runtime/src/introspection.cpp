@@ -419,11 +419,11 @@ resource_usage resources_in_use() noexcept {
   resource_counters& c = resources();
   resource_usage u;
   u.processes = process_table::processes_in_use();
-  u.stack_images = c.stack_images.load(std::memory_order_relaxed);
-  u.arenas = c.arenas.load(std::memory_order_relaxed);
-  u.timers = c.timers.load(std::memory_order_relaxed);
+  u.stack_images = c.stack_images.load();
+  u.arenas = c.arenas.load();
+  u.timers = c.timers.load();
   u.messages = messages_in_use();
-  u.fds = c.fds.load(std::memory_order_relaxed);
+  u.fds = c.fds.load();
   return u;
 }
 
@@ -433,5 +433,12 @@ namespace grove::internal {
 resource_counters& resources() noexcept {
   static resource_counters counters;
   return counters;
+}
+
+unsigned this_thread_stripe() noexcept {
+  static std::atomic<unsigned> next{0};
+  // relaxed: any spread will do; each thread keeps the stripe it was given
+  thread_local const unsigned stripe = next.fetch_add(1, std::memory_order_relaxed);
+  return stripe;
 }
 }  // namespace grove::internal

@@ -159,6 +159,18 @@ stack_slots::~stack_slots() {
 
 void* stack_slots::stack_top(const process* p) const noexcept { return top_of(p->slot); }
 
+std::uint64_t stack_slots::image_copies() const noexcept {
+  std::uint64_t n = 0;
+  for (const worker_cursor& c : cursors_) n += c.copies.load(std::memory_order_relaxed);  // statistics
+  return n;
+}
+
+std::uint64_t stack_slots::image_differences() const noexcept {
+  std::uint64_t n = 0;
+  for (const worker_cursor& c : cursors_) n += c.differences.load(std::memory_order_relaxed);  // statistics
+  return n;
+}
+
 
 stack_bounds stack_slots::bounds(const process* p) const noexcept {
   return {top_of(p->slot) - stack_bytes_, stack_bytes_};
@@ -359,7 +371,7 @@ inline __attribute__((always_inline)) void stack_slots::evict(slot& s, process* 
   q->image_bytes = static_cast<std::uint32_t>(live);
   ++s.images_out;
   s.resident = nullptr;
-  copies_.fetch_add(1, std::memory_order_relaxed);  // statistics only
+  cursors_[worker].count(cursors_[worker].copies);
 }
 
 // evict() for a small image in a dense slot: as its difference from the slot's reference if that
@@ -395,7 +407,7 @@ __attribute__((noinline)) void stack_slots::evict_as_difference(slot& s, process
     std::memcpy(image, difference, stored);
     ++s.refs[ref].users;
     q->image_capacity |= image_is_out | image_is_difference;
-    differences_.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    cursors_[worker].count(cursors_[worker].differences);
   } else {
     std::memcpy(image, bytes, live);
     q->image_capacity |= image_is_out;

@@ -104,8 +104,9 @@ class stack_slots {
   static void* prepare_signal_stack() noexcept;        // each worker thread, at its start
   static void release_signal_stack(void* mem) noexcept; // and at its end
 
-  std::uint64_t image_copies() const noexcept { return copies_.load(std::memory_order_relaxed); }
-  std::uint64_t image_differences() const noexcept { return differences_.load(std::memory_order_relaxed); }
+  // Statistics, summed over the workers' counts.
+  std::uint64_t image_copies() const noexcept;
+  std::uint64_t image_differences() const noexcept;
 
  private:
   // Images as differences (image_delta.hpp): each slot keeps up to references_per_slot reference
@@ -159,6 +160,11 @@ class stack_slots {
 #if GROVE_ASAN
     unsigned char shadow[max_reference_bytes / 8];
 #endif
+    // Statistics, written by the owner alone (a load and a store: no read-modify-write on a line
+    // another core writes), read by anyone (system_info). Relaxed: counts.
+    std::atomic<std::uint64_t> copies{0};       // evictions that copied an image out
+    std::atomic<std::uint64_t> differences{0};  // of those, kept as differences
+    void count(std::atomic<std::uint64_t>& c) noexcept { c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
   };
 
   bool try_take(slot& s) noexcept;
@@ -175,8 +181,6 @@ class stack_slots {
   char* region_ = nullptr;
   std::size_t region_bytes_ = 0;
   unsigned share_ = 1;  // slots per worker for binding
-  std::atomic<std::uint64_t> copies_{0};  // statistics: evictions that copied an image out
-  std::atomic<std::uint64_t> differences_{0};  // statistics: of those, kept as differences
   image_pool images_;                      // the images' memory (image_pool.hpp)
 };
 
