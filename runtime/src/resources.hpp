@@ -8,7 +8,9 @@
 // each, and that one `lock add` on a line the other worker had just written took ~4% of the run
 // (perf annotate of `build/release/bench/grove/spawn --n 1000000`; bench/RESULTS.md, "spawn").
 // Any stripe gives the right sum, so a thread whose stripe is stale (a process that moved to another
-// worker) counts correctly, only on a line it may share.
+// worker) counts correctly, only on a line it may share. The sum is exact when nothing counts
+// meanwhile (the leak check's moment: after a stop); read while others count, it may be off by the
+// counts in flight, and it is never reported below 0 (as messages_in_use).
 #pragma once
 
 #include <atomic>
@@ -32,7 +34,7 @@ class striped_count {
   }
 
  private:
-  struct alignas(64) stripe {
+  struct alignas(128) stripe {  // 128: Intel's adjacent-line prefetch pairs 64-byte lines
     std::atomic<std::int64_t> n{0};
   };
   stripe stripes_[stripes];

@@ -164,7 +164,9 @@ class stack_slots {
     // another core writes), read by anyone (system_info). Relaxed: counts.
     std::atomic<std::uint64_t> copies{0};       // evictions that copied an image out
     std::atomic<std::uint64_t> differences{0};  // of those, kept as differences
-    void count(std::atomic<std::uint64_t>& c) noexcept { c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+    void count(std::atomic<std::uint64_t>& c) noexcept {
+      c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // relaxed: a count, one writer (the owner)
+    }
   };
 
   bool try_take(slot& s) noexcept;

@@ -179,7 +179,8 @@ struct system_details {
 system_details system_info();
 
 // Resources held anywhere in Grove (all runtimes, across start and stop): after a clean stop, all
-// are zero. Tests use it as a leak check.
+// are zero. Tests use it as a leak check. Exact when nothing runs; read while processes run, a
+// count may be off by what is being taken and given back at that moment.
 struct resource_usage {
   std::size_t processes = 0;      // control blocks in use
   std::size_t stack_images = 0;   // saved stack images

@@ -136,9 +136,11 @@ class stream {
   // Writes all n bytes (partial writes are continued), waiting while the socket is full.
   std::error_code write_all(const void* buf, std::size_t n, until u = {});
   std::error_code write_all(std::string_view text, until u = {}) { return write_all(text.data(), text.size(), u); }
-  // Writes what the socket takes now of the parts, in order, with one syscall and without waiting
-  // (tokio's try_write_vectored): the bytes written, possibly 0 when the socket is full. For a
-  // thread that must not park (it holds a lock, or is not a process) and queues the rest itself.
+  // Writes what the socket takes now of the parts, in order, with one syscall and never waits: the
+  // bytes written, which may stop anywhere in the parts, and 0 when the socket is full (or the
+  // parts are empty). Empty parts are skipped; at most the first 16 non-empty ones go in one call.
+  // The peer gone: EPIPE or ECONNRESET (never SIGPIPE). For a thread that must not park (it holds
+  // a lock, or is not a process) and keeps what did not go for later.
   result<std::size_t> try_write(std::span<const std::string_view> parts) noexcept;
   // No more writes: the peer reads end-of-file.
   std::error_code shutdown_write() noexcept;
