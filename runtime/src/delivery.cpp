@@ -180,6 +180,10 @@ void wait_out_senders(runtime_state& rt) noexcept {
 
 void finalize_process(runtime_state& owner, process* p) noexcept {
   wait_out_senders(owner);
+  finalize_waited_out(owner, p);
+}
+
+void finalize_waited_out(runtime_state& owner, process* p) noexcept {
   const pid self = p->id();
   // Its own runtime, even if another one runs now.
   while (message_node* n = p->mail.pop()) answer_for_exited(owner, self, n);

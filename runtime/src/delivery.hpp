@@ -32,6 +32,11 @@ void answer_for_exited(runtime_state& rt, pid dead, message_node* n) noexcept;
 // Runs when a PCB's last reference is dropped (process_table.cpp): empties its mailbox, answering
 // the signals that arrived after the process exited.
 void finalize_process(runtime_state& rt, process* p) noexcept;
+// The same in two halves, for a worker that finalizes several PCBs at once (worker.cpp,
+// "Finalizing in batches"): one wait for the workers mid-send, after every last reference of the
+// batch was dropped, then each PCB.
+void wait_out_senders(runtime_state& rt) noexcept;
+void finalize_waited_out(runtime_state& rt, process* p) noexcept;
 
 // The worker index to use for table bookkeeping from this thread (-1 on foreign threads).
 int worker_index_for(const runtime_state& rt) noexcept;

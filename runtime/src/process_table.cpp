@@ -7,6 +7,7 @@
 #include "delivery.hpp"
 #include "memory.hpp"
 #include "resources.hpp"
+#include "scheduler.hpp"
 
 namespace grove::internal {
 
@@ -41,7 +42,9 @@ table_registry& tables() noexcept {
 
 process_table::process_table(grove::runtime::state& owner, std::size_t limit, unsigned workers)
     : owner_(owner), limit_(limit), unreserved_(static_cast<std::int64_t>(limit)), caches_(workers) {
-  capacity_ = limit + limit / 64 + 1024;
+  // The margin: exited PCBs a sender still holds, and those waiting in a worker's batch to be
+  // finalized (worker.cpp, "Finalizing in batches").
+  capacity_ = limit + limit / 64 + 1024 + std::size_t{finalize_batch} * workers;
   capacity_ = (capacity_ + chunk_processes - 1) / chunk_processes * chunk_processes;
   reserved_bytes_ = capacity_ * sizeof(process);
   base_ = static_cast<process*>(reserve_region(reserved_bytes_, true));
@@ -227,7 +230,17 @@ process* process_table::acquire(pid id) noexcept {
 void process_table::release(process* p, int worker) noexcept {
   // acq_rel: the last releaser must see every other holder's pushes (acquire); ours are published (release)
   if (p->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (worker >= 0 && owner_.workers[static_cast<unsigned>(worker)]->defer_finalize(p)) return;
   finalize_process(owner_, p);
+  give_back(p, worker);
+}
+
+void process_table::finish_release(process* p, int worker) noexcept {
+  finalize_waited_out(owner_, p);
+  give_back(p, worker);
+}
+
+void process_table::give_back(process* p, int worker) noexcept {
   const bool scheduled = p->kind == process_kind::scheduled;
   give_index(static_cast<std::uint32_t>(p - base_), worker);
   counts& c = counts_for(worker);

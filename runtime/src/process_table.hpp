@@ -20,7 +20,8 @@
 //     the index goes back to a free list, with its serial bumped so old pids stay dead.
 //   - Free indices are cached per worker (no lock on the spawn path) and spill to a global list.
 //   - The limit counts live processes (spawned, not yet exited). Exited PCBs still referenced by an
-//     in-flight sender take an index for a moment; the margin above the limit absorbs them.
+//     in-flight sender take an index for a moment, and so do those a worker finalizes in a batch
+//     (worker.cpp, "Finalizing in batches"); the margin above the limit absorbs them.
 //   - The limit is kept without a shared counter on the spawn path: a worker reserves room for
 //     reserve_batch processes at a time from the unreserved rest (one shared atomic), spawns from its
 //     reservation (a CAS on its own line), and an exit on a worker returns the room to that worker's
@@ -57,6 +58,9 @@
 
 namespace grove::internal {
 
+// PCBs a worker finalizes together at most (worker.cpp, "Finalizing in batches").
+inline constexpr unsigned finalize_batch = 32;
+
 class process_table {
  public:
   static constexpr std::size_t chunk_processes = 8192;
@@ -80,6 +84,9 @@ class process_table {
   }
   // Drops a reference; the last one finalizes and recycles the PCB. worker as for allocate.
   void release(process* p, int worker) noexcept;
+  // The rest of a release whose last reference a worker dropped and whose senders it has waited
+  // out (worker.cpp, "Finalizing in batches"): finalizes p and gives its index back.
+  void finish_release(process* p, int worker) noexcept;
   // A live process has exited: it no longer counts against the limit. worker as for allocate.
   void mark_exited(int worker) noexcept;
 
@@ -126,6 +133,7 @@ class process_table {
  private:
   std::uint32_t take_index(int worker);
   void give_index(std::uint32_t index, int worker) noexcept;
+  void give_back(process* p, int worker) noexcept;  // p's index and counts, once p is finalized
   void construct_through(std::uint32_t index);
 
   grove::runtime::state& owner_;

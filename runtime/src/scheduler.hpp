@@ -109,6 +109,11 @@ class worker {
   void push_gathered(process* p);
   // Any thread: wake this worker if it sleeps past `deadline_ns` (a new timer) or at all.
   void unpark() noexcept;
+  // Finalizing in batches (worker.cpp): p's last reference was dropped on this worker's thread.
+  // True if p waits in this worker's batch (finalize_deferred finishes it); false if the caller
+  // must finalize it now. finalize_deferred: this worker's thread, at a safe point.
+  bool defer_finalize(process* p) noexcept;
+  void finalize_deferred() noexcept;
   void unpark_if_sleeping_past(std::uint64_t deadline_ns) noexcept;
 
   runtime_state& rt;
@@ -195,6 +200,9 @@ class worker {
   process* pinned_tail_ = nullptr;  // owner
   std::uint32_t lifo_streak_ = 0;   // owner: consecutive runs from runnext
   std::uint32_t handoff_streak_ = 0;  // owner: hand-offs since the loop last ran a process
+  process* to_finalize_[finalize_batch];  // owner: PCBs whose last reference it dropped (defer_finalize)
+  unsigned to_finalize_count_ = 0;        // owner
+  bool finalizing_ = false;               // owner: in finalize_deferred (a release meanwhile finalizes at once)
   process* handoff_from_ = nullptr;   // owner: set by a hand-off just before its switch; taken by arrived()
   std::uint64_t run_reductions_before_ = 0;  // owner: the current process's counts when its run began
   std::uint32_t run_received_before_ = 0;

@@ -7,6 +7,7 @@
 
 #include <grove/logger.hpp>
 
+#include "delivery.hpp"
 #include "scheduler.hpp"
 #include "spawn.hpp"
 #include "timers.hpp"
@@ -68,6 +69,38 @@ void worker::join() {
 
 void worker::detach() {
   if (thread_.joinable()) thread_.detach();
+}
+
+// ## Finalizing in batches
+// Whoever drops a process's last reference waits, before finalizing it, for every other worker that
+// is mid-send (delivery.cpp, "Sending without a reference"): a read of each other worker's send_seq,
+// on a line that worker writes at every send. Done at every exit, that read took the line from a
+// worker that was sending, and its next send waited to get it back: in skynet (a million exits, as
+// many sends) `perf annotate` put three quarters of finalize_process on that read and a third of
+// deliver on the store after it. A worker keeps the PCBs whose last reference it drops (an exit's
+// life reference, mostly) in a batch of finalize_batch and finalizes them after one wait: when the
+// batch is full, at the first scheduling round of each kernel tick, before it parks and when it
+// leaves its loop. Until then such a PCB is unreachable as a finalized one is (its references are
+// 0: a send, a link or a monitor finds the process gone and is answered as for one), still counted
+// in use (stop, wait_until_idle and resources_in_use wait for it; none of them waits on a worker
+// that is about to park, which finalizes first), and what reached its mailbox before is answered at
+// the batch's end. Measured: bench/RESULTS.md, "skynet".
+// Rejected (delivery.cpp): epochs with a list per worker, finalized at the worker's next quiescent
+// point whatever the count; the batch is that, bounded by its size and the tick.
+bool worker::defer_finalize(process* p) noexcept {
+  if (this_worker() != this || finalizing_) return false;
+  to_finalize_[to_finalize_count_++] = p;
+  if (to_finalize_count_ == finalize_batch) finalize_deferred();
+  return true;
+}
+
+void worker::finalize_deferred() noexcept {
+  if (to_finalize_count_ == 0) return;
+  finalizing_ = true;  // a last reference dropped by what follows is finalized at once
+  wait_out_senders(rt);
+  for (unsigned i = 0; i < to_finalize_count_; ++i) rt.table.finish_release(to_finalize_[i], static_cast<int>(index));
+  to_finalize_count_ = 0;
+  finalizing_ = false;
 }
 
 void worker::push_local(process* p) {
@@ -280,6 +313,7 @@ process* worker::find_work() {
   // round of a worker"; scheduler_test.cpp, "woken from a foreign thread").
   const bool new_tick = coarse != last_coarse_;
   last_coarse_ = coarse;
+  if (new_tick) finalize_deferred();
   if (new_tick || tick_ % steal_timers_rounds == 0) fire_stranded_timers();
   if (new_tick || tick_ % io_reap_rounds == 0) reap_io();
   process* p = nullptr;
@@ -332,6 +366,7 @@ void worker::loop() {
   for (;;) {
     process* p = find_work();
     if (!p) {
+      finalize_deferred();  // before it leaves or sleeps: nothing it dropped waits on it
       if (may_leave()) {
         // A searcher that leaves stops counting, or producers would skip waking the workers left.
         if (searching_) rt.searching.fetch_sub(1, std::memory_order_seq_cst);  // seq_cst: as everywhere on searching
