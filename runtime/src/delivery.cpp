@@ -26,13 +26,16 @@
 // alone, or the releaser sees it sending and waits for it to finish; the acquire of the changed
 // send_seq then orders the sender's push before the drain. A send is a few dozen instructions that
 // never park, so the wait is short; it happens only when a process's last reference goes while a
-// worker is mid-send (every exit reads the other workers' send_seq once: one line each).
+// worker is mid-send. The read of the other workers' send_seq (one line each) is made once per
+// batch of PCBs whose last reference a worker dropped (worker.cpp, "Finalizing in batches"), once
+// per PCB for a reference dropped elsewhere.
 // Measured (`nice -n -20 build/release/bench/grove/fan_in --threads 2`, 16 senders to one receiver,
 // alternating): 11.9-12.4 M messages/s with the references, 18.2-19.5 M without (bench/RESULTS.md,
 // "fan_in: sending without a reference").
-// Rejected: epochs with a per-worker list of PCBs waiting to be finalized (no read of other
-// workers' lines at an exit, but finalization then waits for the worker's next round, and
-// resources_in_use and dead letters lag behind the exit); tagging each message with its target's
+// Rejected: epochs with a per-worker list of PCBs waiting to be finalized whatever their number
+// (finalization then waits for the worker's next quiescent point; the batches of worker.cpp are
+// that, bounded by 32 PCBs and a kernel tick, and resources_in_use and dead letters lag that
+// much behind an exit); tagging each message with its target's
 // pid so that a reused PCB's new process drops stale ones (a link request to a process exiting then
 // could wait for its noproc answer until the slot happened to be reused).
 #include "delivery.hpp"

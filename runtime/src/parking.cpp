@@ -332,6 +332,10 @@ bool worker::park() {
       }
     }
   }
+  // The spin's reaps may have dropped last references (a process killed while it waited on an
+  // fd): finalize them before sleeping (worker.cpp, "Finalizing in batches"); work that makes is
+  // seen by the look below.
+  finalize_deferred();
   {
     std::lock_guard<std::mutex> g(rt.idle_lock);
     rt.idle_workers.push_back(this);

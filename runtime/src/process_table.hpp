@@ -82,7 +82,8 @@ class process_table {
     if (id.is_null() || id.is_remote() || index >= constructed_.load(std::memory_order_acquire)) return nullptr;
     return base_ + index;
   }
-  // Drops a reference; the last one finalizes and recycles the PCB. worker as for allocate.
+  // Drops a reference; the last one finalizes and recycles the PCB, at once or, dropped on a
+  // worker's thread, in that worker's next batch (worker.cpp). worker as for allocate.
   void release(process* p, int worker) noexcept;
   // The rest of a release whose last reference a worker dropped and whose senders it has waited
   // out (worker.cpp, "Finalizing in batches"): finalizes p and gives its index back.

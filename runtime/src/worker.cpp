@@ -78,28 +78,36 @@ void worker::detach() {
 // worker that was sending, and its next send waited to get it back: in skynet (a million exits, as
 // many sends) `perf annotate` put three quarters of finalize_process on that read and a third of
 // deliver on the store after it. A worker keeps the PCBs whose last reference it drops (an exit's
-// life reference, mostly) in a batch of finalize_batch and finalizes them after one wait: when the
-// batch is full, at the first scheduling round of each kernel tick, before it parks and when it
-// leaves its loop. Until then such a PCB is unreachable as a finalized one is (its references are
-// 0: a send, a link or a monitor finds the process gone and is answered as for one), still counted
-// in use (stop, wait_until_idle and resources_in_use wait for it; none of them waits on a worker
-// that is about to park, which finalizes first), and what reached its mailbox before is answered at
-// the batch's end. Measured: bench/RESULTS.md, "skynet".
-// Rejected (delivery.cpp): epochs with a list per worker, finalized at the worker's next quiescent
-// point whatever the count; the batch is that, bounded by its size and the tick.
+// life reference, mostly) in a batch of finalize_batch and finalizes them after one wait, always in
+// the worker's own context, never in a process's (finalizing runs the destructors of what is left
+// in the mailboxes, which may send and so park): when the batch is full (a reference dropped in a
+// process's context into a full batch is finalized at once, as before batches), at the first
+// scheduling round of each kernel tick, and before the worker sleeps or leaves its loop. Until then
+// such a PCB is unreachable as a finalized one is (its references are 0: a send, a link or a
+// monitor finds the process gone and is answered as for one) and still counted in use (stop and
+// wait_until_idle wait for it; a worker finalizes its batch before it sleeps, so they never wait on
+// an idle one); what reached its mailbox before the exit is answered when the batch ends. A worker
+// that runs one process for long (a computation, a blocking call) holds its batch that long.
+// Measured: bench/RESULTS.md, "skynet".
 bool worker::defer_finalize(process* p) noexcept {
   if (this_worker() != this || finalizing_) return false;
+  if (to_finalize_count_ == finalize_batch) {
+    if (current != nullptr) return false;  // a process's context: this one at once (above)
+    finalize_deferred();
+  }
   to_finalize_[to_finalize_count_++] = p;
-  if (to_finalize_count_ == finalize_batch) finalize_deferred();
   return true;
 }
 
 void worker::finalize_deferred() noexcept {
-  if (to_finalize_count_ == 0) return;
+  if (to_finalize_count_ == 0 || finalizing_) return;
   finalizing_ = true;  // a last reference dropped by what follows is finalized at once
-  wait_out_senders(rt);
-  for (unsigned i = 0; i < to_finalize_count_; ++i) rt.table.finish_release(to_finalize_[i], static_cast<int>(index));
+  process* batch[finalize_batch];
+  const unsigned n = to_finalize_count_;
+  std::copy(to_finalize_, to_finalize_ + n, batch);
   to_finalize_count_ = 0;
+  wait_out_senders(rt);
+  for (unsigned i = 0; i < n; ++i) rt.table.finish_release(batch[i], static_cast<int>(index));
   finalizing_ = false;
 }
 
