@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -114,4 +115,28 @@ TEST_CASE("a slot keeps one reference per image size, never replaces one in use,
   // Tear down as the runtime does: each forgets its image.
   for (auto& s : sleepers) slots.forget(s.p.get(), 0);
   slots.forget(sixth.p.get(), 0);
+}
+
+TEST_CASE("every slot's stack has its full size, a guard of at least 64 KiB right below it, and tops in many cache sets") {
+  // Slot tops are coloured (stack_slots.hpp, "Colours"): each one sits at its own offset, and the
+  // guard must still start right under each stack, or an overflow would write unseen into the
+  // colour's gap instead of faulting.
+  const std::size_t stack = 64 * 1024, page = 4096;
+  stack_slots slots(300, stack, 2);
+  std::vector<bool> offsets(128 * 1024 / 1024);  // the 1 KiB offsets of the tops within 128 KiB
+  for (std::uint32_t i = 0; i < slots.count(); ++i) {
+    CAPTURE(i);
+    char* top = slots.top_of(i);
+    REQUIRE(reinterpret_cast<std::uintptr_t>(top) % 16 == 0);  // the ABI's stack alignment
+    char* bottom = top - stack;
+    CHECK_FALSE(slots.is_guard_page(top - 1));
+    CHECK_FALSE(slots.is_guard_page(bottom));
+    // Below the stack, at most the rest of its lowest page is writable, then 64 KiB of guard.
+    char* guard = reinterpret_cast<char*>(reinterpret_cast<std::uintptr_t>(bottom) / page * page);
+    CHECK(slots.is_guard_page(guard - 1));
+    CHECK(slots.is_guard_page(guard - stack_slots::guard_bytes));
+    if (i > 0) CHECK(slots.top_of(i - 1) <= guard - stack_slots::guard_bytes);  // no overlap with the slot below
+    offsets[(reinterpret_cast<std::uintptr_t>(top) % (128 * 1024)) / 1024] = true;
+  }
+  CHECK(std::count(offsets.begin(), offsets.end(), true) == 128);
 }
