@@ -86,7 +86,7 @@ void write_all(const char* s) noexcept {
 bool stack_slots::is_guard_page(const void* addr) const noexcept {
   auto a = reinterpret_cast<std::uintptr_t>(addr), b = reinterpret_cast<std::uintptr_t>(region_);
   if (a < b || a >= b + region_bytes_) return false;
-  return (a - b) % stride_ < guard_end(static_cast<std::uint32_t>((a - b) / stride_));
+  return (a - b) % stride_ < guard_bytes;
 }
 
 void stack_slots::install_overflow_reports(const char* (*describe_current)()) noexcept {
@@ -140,12 +140,13 @@ void stack_slots::release_signal_stack(void* mem) noexcept {
 
 stack_slots::stack_slots(unsigned count, std::size_t stack_bytes, unsigned workers)
     : slots_(count), cursors_(workers), images_(workers) {
-  const std::size_t page = page_bytes_ = page_bytes();
+  const std::size_t page = page_bytes();
   stack_bytes_ = round_up(stack_bytes, page);
-  stride_ = stack_bytes_ + guard_bytes + colours * colour_step;
+  stride_ = guard_bytes + stack_bytes_ + round_up(colours * colour_step, page);
+  top_offset_ = guard_bytes + stack_bytes_ + colours * colour_step;
   region_bytes_ = stride_ * count;
   region_ = static_cast<char*>(reserve_region(region_bytes_, false));
-  for (unsigned i = 0; i < count; ++i) protect_region(region_ + i * stride_, guard_end(i));  // the guard
+  for (unsigned i = 0; i < count; ++i) protect_region(region_ + i * stride_, guard_bytes);  // the guard
   share_ = count / (workers ? workers : 1);
   if (share_ == 0) share_ = 1;
 }

@@ -32,7 +32,7 @@
 //      process that never ran is not bound to it while another slot is free or held only for a
 //      run, and one already waiting on it is handed back to bind elsewhere. Started processes
 //      bound to it wait for the call (their images point into it).
-// Overflow: each slot has a guard of at least guard_bytes (64 KiB) below it, one mprotect each (2 × slots
+// Overflow: each slot has a guard of guard_bytes (64 KiB) below it, one mprotect each (2 × slots
 // mappings, far from the 65,530 map limit). Grove's code and code built against grove::runtime use
 // -fstack-clash-protection (exported on the CMake targets), which probes every page of a large
 // frame, so the first probe of an overflowing frame lands in the guard, however large the frame; one
@@ -43,17 +43,20 @@
 // guard (bench/grove/stack_guard_probe.cpp, 3 rounds each), and PROT_NONE pages are never backed. AddressSanitizer: images carry their shadow bytes with them, so ASan's view of
 // each parked stack survives eviction (saving bytes alone gives false reports, runtime/DESIGN.md §2).
 //
-// Colours: slot i's top sits (i % colours) x colour_step (1 KiB, 128 colours) below the end of its
-// stride, which holds colours x colour_step more address space; every page below the stack's lowest
-// one is guard, so a stack has stack_bytes plus less than a page, over a guard of at least
-// guard_bytes (guard_end). Without it every top sat at a multiple of the stride (320 KiB, a multiple of 64 KiB),
-// so the hot top lines of all slots fell in the same few sets of the L1 and L2 caches: with a ring of
-// 1,000 processes evicting each other on 512 slots, the copies in and out missed to L3, 25% of the
-// run in memmove (`perf record build/release/bench/grove/ring --threads 1`), 6% with colours.
-// Alternating with the build before (`nice -n -20 build/release/bench/grove/ring`, 4 pairs, an
-// Intel Xeon guest with 2 MiB of L2 a core): 1 worker 4.9-5.2 -> 6.2-6.6 M hops/s, 2 workers 4.8-5.7
-// -> 6.5-7.0 M, `--size 100000 --n 3000000` 4.0-4.3 -> 4.4-4.7 M; `spawn --n 1000000` 0.277-0.284 ->
-// 0.236-0.250 s; ping_pong, skynet, fan_in and restarts within noise.
+// Colours: slot i's top sits (i % colours) x colour_step (64 bytes, 64 colours) below the end of
+// a page above its stack (the stride holds that page more), so the tops of successive slots start
+// at every cache-line offset within a page. Without it every top was page-aligned: L1 is indexed by
+// the offset within a page and L2 (physically indexed) by that offset and a few bits of the frame,
+// so the hot top lines of all 512 slots of a worker fell in 1/64 of each cache's sets, and with a
+// ring of 1,000 processes evicting each other on those slots the copies in and out missed to L3:
+// 25% of the run in memmove (`perf record build/release/bench/grove/ring --threads 1`), 6% with
+// colours. A stack has stack_bytes plus at most colour_step x colours (a page) below it, then the
+// guard, at the start of the stride as before. Alternating with the build before (`nice -n -20
+// build/release/bench/grove/ring`, 4 rounds, an Intel Xeon guest with 2 MiB of L2 a core): 1
+// worker 5.0-5.3 -> 6.4-6.9 M hops/s, 2 workers 5.5-5.7 -> 6.2-7.6 M, `--size 100000 --n 3000000`
+// 4.0-4.2 -> 4.7-4.9 M; `spawn --n 1000000` 0.245-0.253 -> 0.227-0.233 s; ping_pong and skynet
+// within noise. Rejected: colours of 1 KiB over 128 KiB (128 KiB more address space a slot, and
+// a guard that had to follow each stack down): the same figures in the same rounds.
 // Rejected: a stack per process (memory and spawn cost above; and guard pages for a million stacks
 // exceed vm.max_map_count); copy-stacks pinned to one worker (no migration of started processes);
 // segmented/growable stacks (need compiler support and still touch a fresh page per process).
@@ -103,7 +106,7 @@ class stack_slots {
 
   void* stack_top(const process* p) const noexcept;
   char* top_of(std::uint32_t index) const noexcept {  // of a slot (coloured: see "Colours")
-    return region_ + (index + 1) * stride_ - (index % colours) * colour_step;
+    return region_ + index * stride_ + top_offset_ - (index % colours) * colour_step;
   }
   stack_bounds bounds(const process* p) const noexcept;
   // Live stack bytes of a parked process (from its saved context) or of its saved image.
@@ -138,8 +141,8 @@ class stack_slots {
   // 5 MB for 1,024 slots) and processes sharing it evict each other on every wake (a ring of a
   // thousand on one worker's 512 slots: 205 M instructions for `ring --n 200000 --threads 1`, 447 M
   // with every image encoded).
-  static constexpr std::size_t colour_step = 1024;  // "Colours" above
-  static constexpr unsigned colours = 128;
+  static constexpr std::size_t colour_step = 64;  // "Colours" above
+  static constexpr unsigned colours = 64;
   struct reference {
     unsigned char* data = nullptr;  // nullptr: none
     std::uint32_t bytes = 0;
@@ -191,18 +194,11 @@ class stack_slots {
   unsigned char* image_room(process* q, std::size_t need, unsigned worker);
   int reference_for(slot& s, const unsigned char* sp, std::size_t live, unsigned worker) noexcept;
 
-  // The end of slot i's guard, from the start of its stride: every page below its stack's lowest
-  // page (at least guard_bytes, as the stack's top is at least colour_step below the stride's end).
-  std::size_t guard_end(std::uint32_t index) const noexcept {
-    const std::size_t bottom = stride_ - (index % colours) * colour_step - stack_bytes_;
-    return bottom / page_bytes_ * page_bytes_;
-  }
-
   std::vector<slot> slots_;
   std::vector<worker_cursor> cursors_;
   std::size_t stack_bytes_ = 0;
-  std::size_t stride_ = 0;  // guard + stack + colours x colour_step
-  std::size_t page_bytes_ = 4096;
+  std::size_t stride_ = 0;      // guard + stack + a page (or colours x colour_step rounded up to pages)
+  std::size_t top_offset_ = 0;  // from a stride's start to an uncoloured top: guard + stack + colours x colour_step
   char* region_ = nullptr;
   std::size_t region_bytes_ = 0;
   unsigned share_ = 1;  // slots per worker for binding

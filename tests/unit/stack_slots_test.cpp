@@ -9,8 +9,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <grove/introspection.hpp>
@@ -117,26 +120,57 @@ TEST_CASE("a slot keeps one reference per image size, never replaces one in use,
   slots.forget(sixth.p.get(), 0);
 }
 
-TEST_CASE("every slot's stack has its full size, a guard of at least 64 KiB right below it, and tops in many cache sets") {
-  // Slot tops are coloured (stack_slots.hpp, "Colours"): each one sits at its own offset, and the
-  // guard must still start right under each stack, or an overflow would write unseen into the
-  // colour's gap instead of faulting.
-  const std::size_t stack = 64 * 1024, page = 4096;
+TEST_CASE("every slot's stack has its full size, at most a page more, a 64 KiB guard below, and tops at every line of a page") {
+  // Slot tops are coloured (stack_slots.hpp, "Colours"): each sits at its own offset in a page, and
+  // the guard must still lie under each stack with at most a page between, or an overflow would
+  // write unseen past the stack's end instead of faulting. Checked against the kernel's own view of
+  // the mappings (/proc/self/maps), not only the class's is_guard_page.
+  struct mapping {
+    std::uintptr_t begin, end;
+    std::string perms;
+  };
+  const std::size_t stack = 64 * 1024, span = 4096;  // colours x colour_step
   stack_slots slots(300, stack, 2);
-  std::vector<bool> offsets(128 * 1024 / 1024);  // the 1 KiB offsets of the tops within 128 KiB
+  std::vector<mapping> maps;
+  {
+    std::ifstream in("/proc/self/maps");
+    std::string line;
+    while (std::getline(in, line)) {
+      mapping m{};
+      char perms[8] = {};
+      if (std::sscanf(line.c_str(), "%lx-%lx %7s", &m.begin, &m.end, perms) == 3) {
+        m.perms = perms;
+        maps.push_back(m);
+      }
+    }
+  }
+  auto at = [&](std::uintptr_t a) -> const mapping* {
+    for (const mapping& m : maps)
+      if (a >= m.begin && a < m.end) return &m;
+    return nullptr;
+  };
+  std::vector<bool> lines(4096 / 64);  // the cache-line offsets of the tops within a page
   for (std::uint32_t i = 0; i < slots.count(); ++i) {
     CAPTURE(i);
-    char* top = slots.top_of(i);
-    REQUIRE(reinterpret_cast<std::uintptr_t>(top) % 16 == 0);  // the ABI's stack alignment
-    char* bottom = top - stack;
-    CHECK_FALSE(slots.is_guard_page(top - 1));
-    CHECK_FALSE(slots.is_guard_page(bottom));
-    // Below the stack, at most the rest of its lowest page is writable, then 64 KiB of guard.
-    char* guard = reinterpret_cast<char*>(reinterpret_cast<std::uintptr_t>(bottom) / page * page);
-    CHECK(slots.is_guard_page(guard - 1));
-    CHECK(slots.is_guard_page(guard - stack_slots::guard_bytes));
-    if (i > 0) CHECK(slots.top_of(i - 1) <= guard - stack_slots::guard_bytes);  // no overlap with the slot below
-    offsets[(reinterpret_cast<std::uintptr_t>(top) % (128 * 1024)) / 1024] = true;
+    const auto top = reinterpret_cast<std::uintptr_t>(slots.top_of(i));
+    REQUIRE(top % 16 == 0);  // the ABI's stack alignment
+    const std::uintptr_t bottom = top - stack;
+    const mapping* live = at(bottom);
+    REQUIRE(live != nullptr);
+    CHECK(live->perms.compare(0, 2, "rw") == 0);
+    CHECK(live->end >= top);                   // the whole stack is writable
+    CHECK(bottom - live->begin <= span);       // with at most a page more below it
+    const mapping* guard = at(live->begin - 1);
+    REQUIRE(guard != nullptr);
+    CHECK(guard->perms.compare(0, 3, "---") == 0);
+    CHECK(live->begin - guard->begin >= stack_slots::guard_bytes);
+    auto* g = reinterpret_cast<char*>(live->begin);  // the class agrees with the kernel
+    CHECK(slots.is_guard_page(g - 1));
+    CHECK(slots.is_guard_page(g - stack_slots::guard_bytes));
+    CHECK_FALSE(slots.is_guard_page(g));
+    CHECK_FALSE(slots.is_guard_page(reinterpret_cast<char*>(top) - 1));
+    if (i > 0) CHECK(reinterpret_cast<std::uintptr_t>(slots.top_of(i - 1)) <= guard->begin);  // not into the slot below
+    lines[top % 4096 / 64] = true;
   }
-  CHECK(std::count(offsets.begin(), offsets.end(), true) == 128);
+  CHECK(std::count(lines.begin(), lines.end(), true) == 64);
 }

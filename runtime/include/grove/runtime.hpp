@@ -37,12 +37,14 @@ struct runtime_config {
   // Live processes at most, scoped_processes included; a spawn past it fails with errc::process_limit.
   // BEAM's default (+P). Reserving the table costs ~256 bytes of address space (not memory) per entry.
   std::size_t process_limit = std::size_t{1} << 20;
-  // The deepest stack any process may use, in bytes: 16 KiB to 256 MiB. Each execution stack is this
-  // size plus a guard page; a process that overflows it hits the guard page (SIGSEGV, named on stderr).
+  // The deepest stack any process may use, in bytes: 16 KiB to 256 MiB (rounded up to pages; a
+  // stack may have up to a page more). Below each execution stack is a 64 KiB guard; a process that
+  // overflows its stack hits the guard (SIGSEGV, named on stderr, and the program aborts).
   std::size_t stack_bytes = 256 * 1024;
   // Execution stacks shared by all workers (see runtime/src/stack_slots.hpp). 0: 512 per worker, at
   // most 8,192. More stacks mean fewer stack-image copies when many processes take turns; each costs
-  // address space (stack_bytes) and the memory its processes touched (at most the deepest stack used).
+  // address space (stack_bytes plus 68 KiB) and the memory its processes touched (at most the
+  // deepest stack used).
   unsigned stack_slots = 0;
   // Sends and received messages a process may do in one time slice before it yields its worker.
   std::uint32_t reductions_per_slice = 4000;
