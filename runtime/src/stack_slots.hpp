@@ -49,17 +49,18 @@
 // the offset within a page and L2 (physically indexed) by that offset and a few bits of the frame,
 // so the hot top lines of all 512 slots of a worker fell in 1/64 of each cache's sets, and with a
 // ring of 1,000 processes evicting each other on those slots the copies in and out missed to L3:
-// 25% of the run in memmove (`perf record build/release/bench/grove/ring --threads 1`), 6% with
+// 25% of the run in memmove (`perf record build/release/bench/grove/ring --threads 1`), 6-11% with
 // colours. A stack has stack_bytes plus at most colour_step x colours (a page) below it, then the
 // guard, at the start of the stride as before. Alternating with the build before (`nice -n -20
 // build/release/bench/grove/ring`, 4 rounds, an Intel Xeon guest with 2 MiB of L2 a core): 1
 // worker 5.0-5.3 -> 6.4-6.9 M hops/s, 2 workers 5.5-5.7 -> 6.2-7.6 M, `--size 100000 --n 3000000`
 // 4.0-4.2 -> 4.7-4.9 M; `spawn --n 1000000` 0.245-0.253 -> 0.227-0.233 s; ping_pong and skynet
-// within noise. Rejected: colours of 1 KiB over 128 KiB (128 KiB more address space a slot, and
-// a guard that had to follow each stack down): the same figures in the same rounds.
-// Rejected: a stack per process (memory and spawn cost above; and guard pages for a million stacks
-// exceed vm.max_map_count); copy-stacks pinned to one worker (no migration of started processes);
-// segmented/growable stacks (need compiler support and still touch a fresh page per process).
+// within noise.
+// Rejected: colours of 1 KiB over 128 KiB (128 KiB more address space a slot, and a guard that had
+// to follow each stack down: the same figures in the same rounds); a stack per process (memory and
+// spawn cost above; and guard pages for a million stacks exceed vm.max_map_count); copy-stacks
+// pinned to one worker (no migration of started processes); segmented/growable stacks (need
+// compiler support and still touch a fresh page per process).
 #pragma once
 
 #include <atomic>

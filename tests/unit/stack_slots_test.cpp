@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cinttypes>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -138,7 +139,7 @@ TEST_CASE("every slot's stack has its full size, at most a page more, a 64 KiB g
     while (std::getline(in, line)) {
       mapping m{};
       char perms[8] = {};
-      if (std::sscanf(line.c_str(), "%lx-%lx %7s", &m.begin, &m.end, perms) == 3) {
+      if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " %7s", &m.begin, &m.end, perms) == 3) {
         m.perms = perms;
         maps.push_back(m);
       }
