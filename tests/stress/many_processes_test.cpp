@@ -280,6 +280,7 @@ TEST_CASE("a stale pid stays dead after its index is reused: not alive, and a se
   grove_test::runtime_fixture rt;
   grove::scoped_process me;
   const grove::pid main = me.pid();
+  const std::size_t alone = grove::resources_in_use().processes;  // this thread's control block
 
   // A process exits; hunt until its index holds a new process. A hunt can miss when the freed index
   // waits in the cache of a worker that stayed idle throughout, so it is retried with a new process.
@@ -290,6 +291,12 @@ TEST_CASE("a stale pid stays dead after its index is reused: not alive, and a se
     grove::receive([](const grove::down&) {});
     old_pid = old.pid;
     REQUIRE(grove_test::wait_until([&] { return !grove::is_alive(old_pid); }));
+    // Not alive is not yet free: the worker that dropped its last reference gives the index back
+    // when it finalizes its batch (runtime/src/worker.cpp, "Finalizing in batches"), at its next
+    // kernel tick or before it sleeps. A hunt started before that, and done within one tick, could
+    // never find the index (20 misses in a row in one CI run). Wait until only this test's
+    // processes hold a control block, so the index is back on a free list when the hunt starts.
+    REQUIRE(grove_test::wait_until([&] { return grove::resources_in_use().processes == alone; }));
     occupant = hunt_for_index(main, old_pid.index());
   }
   if (attempts > 1) MESSAGE("the freed index was found on attempt " << attempts);
