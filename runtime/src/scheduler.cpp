@@ -19,7 +19,9 @@
 //    runs next, on the same core, while the sender's data is in cache; after 3 LIFO runs in a row
 //    the local queue goes first (tokio's cap), so a ping-pong pair cannot starve the queue. When the
 //    waker then parks to wait, it switches straight to the slot's process without passing through
-//    the loop, up to 16 times in a row (worker.cpp, "Parking straight into the next process"). A spawn
+//    the loop, up to 16 times in a row (worker.cpp, "Parking straight into the next process"), and
+//    the worker holds the parked one as it was, RUNNING in its slot, so that if the next park finds
+//    it woken it switches straight back (worker.cpp, "Holding the one that handed off"). A spawn
 //    or wake that finds the slot taken moves the old occupant to the local queue, where other
 //    workers can steal it (so a spawn loop still spreads out). Spawning into the slot, as tokio and
 //    Go do, keeps "spawn a process, wait for it" on one core. Rejected: spawning into the local
@@ -54,9 +56,11 @@
 //   - wake (any thread): old = fetch_or(NOTIFIED). Only if old had none of the three bits does the
 //     waker enqueue the process; so a process is never queued twice (tokio's NOTIFIED bit).
 //   - a worker takes a queued process: NOTIFIED → RUNNING (CAS).
-//   - it parks (receive found nothing): the worker clears RUNNING after the switch; if NOTIFIED was
-//     set meanwhile (a message arrived between the process's last look and the switch), the worker
-//     queues it again. The sender pushed its message before its fetch_or, so the process sees it.
+//   - it parks (receive found nothing): the worker clears RUNNING after the switch (after a hand-off,
+//     when the next park on that worker, the loop or a thief finishes the held one: worker.cpp,
+//     "Holding the one that handed off"); if NOTIFIED was set meanwhile (a message arrived between
+//     the process's last look and the switch), the worker queues it again, or runs it at once if it
+//     was held. The sender pushed its message before its fetch_or, so the process sees it.
 //   - it yields: RUNNING → NOTIFIED, and back to the queue's tail.
 //   - new processes are born NOTIFIED (process_table.cpp), so a wake that races with the spawn is a no-op.
 // No lost wake-up: the process's "mailbox empty" check and the sender's push are ordered by the

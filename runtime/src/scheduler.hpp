@@ -91,7 +91,7 @@ class worker {
   // the hand-off is not allowed now or it cannot run at once (then it went where run() puts it).
   process* take_handoff();
   // The running process `p` is about to switch to `next`, which take_handoff gave: its run ends (its
-  // counts, as when it switches back to the loop), `next` becomes current, and finishes p's park.
+  // counts, as when it switches back to the loop), `next` becomes current, and holds p (arrived).
   void hand_off(process* p, process* next) {
     end_run(p);
     start_counting(next);
@@ -100,7 +100,7 @@ class worker {
   }
   // Where a process lands after any switch into it (park_current, process_main): `t` names the
   // worker now running it, and the context that switched in: the worker's loop, or a process that
-  // handed off to it, whose park this finishes here.
+  // handed off to it, which this keeps held here (worker.cpp, "Holding the one that handed off").
   static void arrived(transfer t);
   // Any thread: a started pinned process whose home this is, made runnable (scheduler.cpp, "Pinned").
   void push_pinned(process* p);
@@ -184,7 +184,14 @@ class worker {
   void start_counting(process* p);
   void end_run(process* p);
   void finish_park(process* p, void* fctx);
+  void save_context(process* p, void* fctx) noexcept;  // a parked process's context, its stack size published
   void after_park(process* p);
+  bool begin_run_held(process* h);
+  void prepare_run(process* p);
+  void hold(process* p, void* fctx);
+  process* take_held() noexcept;
+  void finish_held();
+  process* take_held_from_stuck(worker& victim);
   void advance_timers(std::uint64_t coarse_now);
   process* take_from_stuck_worker();
   enum class stillness { moved, still, stuck };
@@ -204,6 +211,11 @@ class worker {
   unsigned to_finalize_count_ = 0;        // owner
   bool finalizing_ = false;               // owner: in finalize_deferred (a release meanwhile finalizes at once)
   process* handoff_from_ = nullptr;   // owner: set by a hand-off just before its switch; taken by arrived()
+  // The process that last parked here by a hand-off, its park not yet finished: still RUNNING, its
+  // stack slot still held (worker.cpp, "Holding the one that handed off"). Shared: the owner stores
+  // it (release: its saved context with it); the owner, or a thief while this worker is stuck,
+  // exchanges it out and so alone resumes it or finishes its park.
+  std::atomic<process*> held_{nullptr};
   std::uint64_t run_reductions_before_ = 0;  // owner: the current process's counts when its run began
   std::uint32_t run_received_before_ = 0;
   const std::uint64_t coarse_lag_ns_ = coarse_clock_lag_ns();  // immutable

@@ -265,7 +265,9 @@ process* worker::steal_from_others() {
     // Its LIFO slot and the senders gathered there only if the victim is stuck in one process
     // (scheduler.cpp, "Where work comes from"): its switch count has not moved for stuck_worker_ns
     // since we first saw that count. relaxed: hints; the exchange and the lock decide
-    if (victim.runnext.load(std::memory_order_relaxed) == nullptr && !victim.gathered_any.load(std::memory_order_relaxed)) continue;
+    if (victim.runnext.load(std::memory_order_relaxed) == nullptr && !victim.gathered_any.load(std::memory_order_relaxed) &&
+        victim.held_.load(std::memory_order_relaxed) == nullptr)
+      continue;
     switch (watch_switches(v, now_ns(), stuck_worker_ns)) {
       case stillness::moved: continue;
       case stillness::still:
@@ -276,6 +278,7 @@ process* worker::steal_from_others() {
     if (process* p = victim.runnext.exchange(nullptr, std::memory_order_acq_rel))  // acq_rel: see push_runnext
       return keep_stolen(&p, 1, v);
     if (process* p = take_gathered_from(victim)) return keep_stolen(&p, 1, v);  // no longer gathered there
+    if (process* p = take_held_from_stuck(victim)) return p;
   }
   return nullptr;
 }
@@ -294,7 +297,7 @@ process* worker::take_from_stuck_worker() {
     worker& victim = *rt.workers[v];
     // relaxed: hints; steal_half and the exchange decide
     if (victim.local.size() == 0 && victim.runnext.load(std::memory_order_relaxed) == nullptr &&
-        !victim.gathered_any.load(std::memory_order_relaxed))
+        !victim.gathered_any.load(std::memory_order_relaxed) && victim.held_.load(std::memory_order_relaxed) == nullptr)
       continue;
     if (now == 0) now = now_ns();
     if (watch_switches(v, now, stuck_for_busy_thief_ns) != stillness::stuck) continue;
@@ -303,7 +306,10 @@ process* worker::take_from_stuck_worker() {
     if (got == 0) {
       batch[0] = victim.runnext.exchange(nullptr, std::memory_order_acq_rel);  // acq_rel: see push_runnext
       if (batch[0] == nullptr) batch[0] = take_gathered_from(victim);  // no longer gathered there
-      if (batch[0] == nullptr) continue;
+      if (batch[0] == nullptr) {
+        if (process* p = take_held_from_stuck(victim)) return p;
+        continue;
+      }
       got = 1;
     }
     return keep_stolen(batch, got, v);
@@ -417,6 +423,7 @@ void worker::run(process* p) {
   current = nullptr;
   end_run(p);
   finish_park(p, t.fctx);
+  finish_held();  // the one that handed off to p, if any: nothing is held while the loop looks for work
 }
 
 // p is NOTIFIED (queued). Makes it this worker's current process, ready to be switched to; false if
@@ -452,6 +459,12 @@ bool worker::begin_run(process* p) {
                     fmt::format("grove: out of memory saving a parked process's stack: {} waits until memory is freed", p->id())});
     return false;
   }
+  prepare_run(p);
+  return true;
+}
+
+// p holds its slot, is RUNNING and resident: it becomes this worker's current process.
+void worker::prepare_run(process* p) {
   current = p;
   p->worker = static_cast<std::uint16_t>(index);
   p->budget = rt.config.reductions_per_slice;
@@ -474,7 +487,6 @@ bool worker::begin_run(process* p) {
   count_owned(switches);  // statistics (also the stuck-worker heuristic)
   if (tracing(event_kind::run_begin, p)) [[unlikely]]
     record(event_kind::run_begin, 0, local.size(), p->id().bits());
-  return true;
 }
 
 // Once p is the one that will run next (not in begin_run: a hand-off prepares the next process
@@ -495,14 +507,16 @@ void worker::end_run(process* p) {
 
 // p has switched out (to the loop, or to a process it handed off to) and its context is `fctx`.
 void worker::finish_park(process* p, void* fctx) {
-  if (p->parked != park_reason::exit) {
-    p->ctx.fctx = fctx;
-    // Published for introspection (process.hpp, `stack_units`); relaxed: a snapshot.
-    const auto live = static_cast<std::size_t>(rt.slots.top_of(p->slot) - static_cast<char*>(fctx));
-    p->stack_units.store(static_cast<std::uint16_t>(std::min<std::size_t>((live + stack_unit_bytes - 1) / stack_unit_bytes, 0xFFFF)),
-                         std::memory_order_relaxed);
-  }
+  if (p->parked != park_reason::exit) save_context(p, fctx);
   after_park(p);
+}
+
+void worker::save_context(process* p, void* fctx) noexcept {
+  p->ctx.fctx = fctx;
+  // Published for introspection (process.hpp, `stack_units`); relaxed: a snapshot.
+  const auto live = static_cast<std::size_t>(rt.slots.top_of(p->slot) - static_cast<char*>(fctx));
+  p->stack_units.store(static_cast<std::uint16_t>(std::min<std::size_t>((live + stack_unit_bytes - 1) / stack_unit_bytes, 0xFFFF)),
+                       std::memory_order_relaxed);
 }
 
 // ## Parking straight into the next process (the direct hand-off)
@@ -528,10 +542,19 @@ constexpr std::uint32_t handoff_streak_max = 16;
 process* worker::take_handoff() {
   if (handoff_streak_ >= handoff_streak_max) return nullptr;
   if (trace_mask.load(std::memory_order_relaxed) != 0) return nullptr;  // relaxed: a switch (tracer.hpp)
+  process* parking = current;
+  if (process* h = take_held()) {
+    if (begin_run_held(h)) {
+      current = parking;  // until the switch (hand_off), as below
+      ++handoff_streak_;
+      ++lifo_streak_;
+      return h;
+    }
+    after_park(h);  // not woken: its park is finished as the loop would have (a wake since is queued there)
+  }
   if (runnext.load(std::memory_order_relaxed) == nullptr) return nullptr;  // a hint: the exchange decides
   process* q = runnext.exchange(nullptr, std::memory_order_acq_rel);  // acq_rel: as take_local
   if (!q) return nullptr;
-  process* parking = current;
   const bool ready = begin_run(q);
   current = parking;  // until the switch (hand_off): a stack overflow until then is still the parking one's
   if (!ready) return nullptr;
@@ -540,11 +563,82 @@ process* worker::take_handoff() {
   return q;
 }
 
+// ## Holding the one that handed off
+// A process that parks by a hand-off is not finished at once (its slot released, RUNNING cleared):
+// its worker keeps it in held_, still RUNNING and holding its stack slot, until the next process
+// that parks on this worker looks at it. If a wake came meanwhile (NOTIFIED set: the waker saw
+// RUNNING and queued nothing), that one switches straight back to it: clearing NOTIFIED is all it
+// takes to run it again, its slot held and its stack resident all along. Otherwise its park is
+// finished then (after_park), as the loop would have, and a wake that raced with that finds it
+// queued as ever. In a ping-pong pair each hop so drops the LIFO slot's two exchanges, the stack
+// slot's acquire and release, and RUNNING's set and clear, six read-modify-writes of ~11, for two
+// (the exchange of held_, NOTIFIED cleared). Alternating with the build before (`nice -n -20
+// build/release/bench/grove/ping_pong [--threads 1]`, 3 rounds, an Intel Xeon KVM guest): 3.59-3.65
+// -> 4.33-4.47 M round trips/s on 1 worker, 3.67-3.70 -> 4.40-4.48 M on 2; ring unchanged (a hop
+// there wakes the next process, never the held one). bench/RESULTS.md, "ping_pong: holding the
+// one that handed off".
+// Bounds: held_ is finished whenever the loop runs (run() ends with it), so a process is held only
+// through hand-offs, at most handoff_streak_max in a row; while the process handed to computes for
+// long, a wake of the held one cannot queue it, so a thief takes held_ from a stuck worker as it
+// takes its LIFO slot (take_from_stuck_worker, steal_from_others) and finishes its park; on one
+// worker it waits for the computation, as anything queued there does. Other processes bound to the
+// held one's stack slot wait for it as for a running one. process_info reports a held process
+// from its wait reason, not from RUNNING (introspection.cpp).
+// Rejected: claiming a held process through its control word alone (no exchange of held_): a thief
+// holding a stale pointer could then clear RUNNING on a later process in the same PCB.
+
+// h was held (take_held gave it): if woken since it parked, it is made this worker's current
+// process, as begin_run would (no slot to take, no image to copy, RUNNING already set).
+bool worker::begin_run_held(process* h) {
+  if (!(h->control.load(std::memory_order_relaxed) & ctl_notified)) return false;  // relaxed: the RMW below decides
+  // acq_rel: acquire sees what the waker did before its wake (its message), as begin_run's CAS.
+  // Only its holder clears NOTIFIED while RUNNING is set, so the bit is still ours to clear.
+  h->control.fetch_and(~ctl_notified, std::memory_order_acq_rel);
+  prepare_run(h);
+  return true;
+}
+
+// p has handed off and switched out with context fctx: held here until the next park looks at it.
+void worker::hold(process* p, void* fctx) {
+  save_context(p, fctx);
+  held_.store(p, std::memory_order_release);  // release: its context and stack with it, to a thief's exchange
+}
+
+process* worker::take_held() noexcept {
+  if (held_.load(std::memory_order_relaxed) == nullptr) return nullptr;  // a hint: the exchange decides
+  return held_.exchange(nullptr, std::memory_order_acq_rel);  // acq_rel: against a thief's exchange
+}
+
+// As after_park, except that one woken while held runs next here, from the LIFO slot, where its
+// wake would have put it had it not been held (on the local queue, with notify_work as after_park
+// does, an idle worker stole it every handoff_streak_max hops and split a ping-pong pair across
+// the cores: 2-worker ping_pong no faster than before holding).
+void worker::finish_held() {
+  process* h = take_held();
+  if (!h) return;
+  for (process* waiters = rt.slots.release(h); waiters;) {
+    process* next = waiters->next_waiter;
+    requeue(waiters);
+    waiters = next;
+  }
+  std::uint32_t old = h->control.fetch_and(~ctl_running, std::memory_order_acq_rel);  // acq_rel: as in after_park
+  if ((old & ctl_notified) && !rt.send_home(h)) push_runnext(h);
+}
+
+// victim is stuck in one process: its held one, if any, has its park finished here (on our queue
+// if a wake came); what that queued, or null.
+process* worker::take_held_from_stuck(worker& victim) {
+  process* h = victim.take_held();
+  if (!h) return nullptr;
+  after_park(h);
+  return take_local();
+}
+
 void worker::arrived(transfer t) {
   auto* now_on = static_cast<worker*>(t.data);
   if (process* from = now_on->handoff_from_) {
     now_on->handoff_from_ = nullptr;
-    now_on->finish_park(from, t.fctx);
+    now_on->hold(from, t.fctx);
   } else {
     now_on->sched_ctx.fctx = t.fctx;  // the loop's context, to switch back to next time
   }

@@ -167,6 +167,43 @@ TEST_CASE("a process spawned or woken by one that keeps computing runs on an idl
   CHECK(woken_ran);
 }
 
+TEST_CASE("a process that handed its worker to one that keeps computing answers a foreign thread meanwhile, and reads as waiting") {
+  // `waiter` spawns `computer` (into the LIFO slot) and waits: the wait hands the worker straight to
+  // `computer`, and the worker holds `waiter` still RUNNING, its stack slot held (worker.cpp,
+  // "Holding the one that handed off"). `computer` then computes without a runtime call. A send to
+  // `waiter` from this thread cannot queue it (it looks running); an idle worker must take it from
+  // the stuck worker, as it takes a LIFO slot, rather than leave it until the computation ends.
+  if (grove_test::test_workers() < 2) return;  // one worker: it waits for the computation, by design
+  grove_test::runtime_fixture rt;
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  struct computing {
+    grove::pid pid;
+  };
+  struct ping {};
+  struct pong {};
+  auto stop = std::make_shared<std::atomic<bool>>(false);
+  const grove::pid waiter = grove::spawn([self, stop] {
+    grove::spawn([self, stop] {
+      grove::send(self, computing{grove::self()});
+      grove::send(self, compute_until(*stop, patience));  // whether it was stopped before its limit
+    });
+    grove::receive([](ping) {});
+    grove::send(self, pong{});
+  });
+  grove::receive([](computing) {});
+  // What it publishes (process_info would wake it to ask, and it answers as a running process).
+  const auto info = grove::process_summary_of(waiter);
+  REQUIRE(info.has_value());
+  CHECK(info->status == grove::process_status::waiting);
+  CHECK(info->waiting_on == grove::wait_reason::receive);
+  grove::send(waiter, ping{});
+  const bool answered = grove::receive([](pong) { return true; }, grove::after(patience, [] { return false; }));
+  CHECK(answered);
+  stop->store(true, std::memory_order_release);  // release: compute_until's acquire
+  CHECK(grove::receive([](bool stopped) { return stopped; }));  // the answer came while it computed
+}
+
 TEST_CASE("a process queued behind a worker blocked in a syscall runs while every other worker computes") {
   // Two workers: one runs a process that computes 5 ms between yields (always busy, so it never
   // steals as an idle worker does), the other blocks in read(2) with a process queued behind the
