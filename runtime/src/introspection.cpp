@@ -159,9 +159,7 @@ process_summary summary_of(process* q) {
     s.status = process_status::exiting;
   } else if (s.scoped) {
     s.status = activity ? process_status::waiting : process_status::running;
-  } else if ((control & ctl_running) && activity == 0) {
-    // RUNNING with a wait reason: held by its worker after a hand-off (worker.cpp, "Holding the
-    // one that handed off"), parked in fact; or about to park. Either way it waits, or is runnable.
+  } else if ((control & (ctl_running | ctl_held)) == ctl_running) {  // held: parked in fact (process.hpp)
     s.status = process_status::running;
   } else if (control & ctl_notified) {
     s.status = process_status::runnable;

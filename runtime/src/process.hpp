@@ -56,6 +56,9 @@ inline constexpr std::uint32_t ctl_exited = 4u;    // it has exited; wakes are i
 // It cannot keep up with its mail: senders wait after their send (overload.cpp). Set and cleared by
 // the process itself; a sender reads it after its wake's read-modify-write on the word.
 inline constexpr std::uint32_t ctl_overloaded = 8u;
+// With RUNNING: it has parked, and its worker holds it as it was after a hand-off (worker.cpp,
+// "Holding the one that handed off"); a wake then takes it from that worker unless it runs there.
+inline constexpr std::uint32_t ctl_held = 16u;
 
 inline constexpr std::uint32_t no_slot = ~std::uint32_t{0};
 // process::activity once its exit is decided (the other values are grove::wait_reason's).

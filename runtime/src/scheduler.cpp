@@ -182,7 +182,11 @@ void runtime::state::wake(process* p, trace::wake_cause why) noexcept {
     if (!(old & (ctl_notified | ctl_exited))) return record_wake_if_traced_and_wake_scoped(p, why);
     return;
   }
-  if (old & (ctl_notified | ctl_running | ctl_exited)) return;
+  if (old & (ctl_notified | ctl_running | ctl_exited)) {
+    // The first wake of a held process (worker.cpp, "Holding the one that handed off")
+    if ((old & (ctl_held | ctl_notified | ctl_exited)) == ctl_held) worker::wake_held(*this, p);
+    return;
+  }
   if (trace_mask.load(std::memory_order_relaxed) & trace::bit(trace::event_kind::wake)) [[unlikely]]  // relaxed: a switch (tracer.hpp)
     return maybe_record_wake_and_schedule(*this, p, why);
   schedule(p);

@@ -102,6 +102,10 @@ class worker {
   // worker now running it, and the context that switched in: the worker's loop, or a process that
   // handed off to it, which this keeps held here (worker.cpp, "Holding the one that handed off").
   static void arrived(transfer t);
+  // Any thread: a wake found p held (RUNNING and HELD) and was its first (worker.cpp, "Holding the
+  // one that handed off"): unless this thread's worker holds it, p is taken from its holder and
+  // queued here, as the wake of a parked process would queue it.
+  static void wake_held(runtime_state& rt, process* p);
   // Any thread: a started pinned process whose home this is, made runnable (scheduler.cpp, "Pinned").
   void push_pinned(process* p);
   // Any thread: a process gathered here (overload.cpp, "Senders gather where their receiver runs"),
@@ -214,8 +218,12 @@ class worker {
   // The process that last parked here by a hand-off, its park not yet finished: still RUNNING, its
   // stack slot still held (worker.cpp, "Holding the one that handed off"). Shared: the owner stores
   // it (release: its saved context with it); the owner, or a thief while this worker is stuck,
-  // exchanges it out and so alone resumes it or finishes its park.
-  std::atomic<process*> held_{nullptr};
+  // exchanges it out and so alone resumes it or finishes its park. A line of its own: searching
+  // thieves and wakes from elsewhere read it while the owner writes it at every hand-off.
+  struct alignas(64) held_process {
+    std::atomic<process*> p{nullptr};
+  };
+  held_process held_;
   std::uint64_t run_reductions_before_ = 0;  // owner: the current process's counts when its run began
   std::uint32_t run_received_before_ = 0;
   const std::uint64_t coarse_lag_ns_ = coarse_clock_lag_ns();  // immutable

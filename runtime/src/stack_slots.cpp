@@ -263,7 +263,8 @@ bool stack_slots::acquire(process* p, unsigned worker) noexcept {
       }
     }
     // All of this worker's share is held (by thieves, or kept by blocking calls): any free slot,
-    // then one held only for a run (released within a time slice), never one kept by a blocking
+    // then one held only for a run (released within a time slice, or a few hand-offs later for a
+    // process its worker holds: worker.cpp, "Holding the one that handed off"), never one kept by a blocking
     // call while another will do: that one is held for as long as the call lasts.
     const unsigned n = count();
     for (unsigned i = 0; i < n; ++i) {

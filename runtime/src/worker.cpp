@@ -266,7 +266,7 @@ process* worker::steal_from_others() {
     // (scheduler.cpp, "Where work comes from"): its switch count has not moved for stuck_worker_ns
     // since we first saw that count. relaxed: hints; the exchange and the lock decide
     if (victim.runnext.load(std::memory_order_relaxed) == nullptr && !victim.gathered_any.load(std::memory_order_relaxed) &&
-        victim.held_.load(std::memory_order_relaxed) == nullptr)
+        victim.held_.p.load(std::memory_order_relaxed) == nullptr)
       continue;
     switch (watch_switches(v, now_ns(), stuck_worker_ns)) {
       case stillness::moved: continue;
@@ -297,7 +297,7 @@ process* worker::take_from_stuck_worker() {
     worker& victim = *rt.workers[v];
     // relaxed: hints; steal_half and the exchange decide
     if (victim.local.size() == 0 && victim.runnext.load(std::memory_order_relaxed) == nullptr &&
-        !victim.gathered_any.load(std::memory_order_relaxed) && victim.held_.load(std::memory_order_relaxed) == nullptr)
+        !victim.gathered_any.load(std::memory_order_relaxed) && victim.held_.p.load(std::memory_order_relaxed) == nullptr)
       continue;
     if (now == 0) now = now_ns();
     if (watch_switches(v, now, stuck_for_busy_thief_ns) != stillness::stuck) continue;
@@ -565,27 +565,32 @@ process* worker::take_handoff() {
 
 // ## Holding the one that handed off
 // A process that parks by a hand-off is not finished at once (its slot released, RUNNING cleared):
-// its worker keeps it in held_, still RUNNING and holding its stack slot, until the next process
-// that parks on this worker looks at it. If a wake came meanwhile (NOTIFIED set: the waker saw
-// RUNNING and queued nothing), that one switches straight back to it: clearing NOTIFIED is all it
-// takes to run it again, its slot held and its stack resident all along. Otherwise its park is
-// finished then (after_park), as the loop would have, and a wake that raced with that finds it
-// queued as ever. In a ping-pong pair each hop so drops the LIFO slot's two exchanges, the stack
-// slot's acquire and release, and RUNNING's set and clear, six read-modify-writes of ~11, for two
-// (the exchange of held_, NOTIFIED cleared). Alternating with the build before (`nice -n -20
-// build/release/bench/grove/ping_pong [--threads 1]`, 3 rounds, an Intel Xeon KVM guest): 3.59-3.65
-// -> 4.33-4.47 M round trips/s on 1 worker, 3.67-3.70 -> 4.40-4.48 M on 2; ring unchanged (a hop
-// there wakes the next process, never the held one). bench/RESULTS.md, "ping_pong: holding the
-// one that handed off".
+// its worker keeps it in held_, still RUNNING and holding its stack slot, with HELD set in its
+// control word, until the next process that parks on this worker looks at it. If a wake came
+// meanwhile from this worker (NOTIFIED set), that one switches straight back to it: clearing
+// NOTIFIED and HELD is all it takes to run it again, its slot held and its stack resident all
+// along. Otherwise its park is finished then (after_park), as the loop would have, and a wake that
+// raced with that finds it queued as ever. In a ping-pong pair each hop so drops the LIFO slot's
+// two exchanges, the stack slot's acquire and release, and RUNNING's set and clear, six
+// read-modify-writes of ~11, for three (the exchange of held_, HELD set, NOTIFIED and HELD
+// cleared). Alternating with the build before (`nice -n -20 build/release/bench/grove/ping_pong
+// [--threads 1]`, 3 rounds, an Intel Xeon KVM guest): 3.17-3.73 -> 4.09-4.30 M round trips/s on 1
+// and 2 workers (4.33-4.39 holding without HELD, below); ring unchanged (a hop there wakes the next
+// process, never the held one). bench/RESULTS.md, "ping_pong: holding the one that handed off".
+// A wake from anywhere else must not wait for this worker's current process to park (it may
+// compute for long; before holding, such a wake queued the process where others take it): the
+// first wake of a held process sees HELD (set after held_, so held_ names it) and, unless the
+// waker's own worker holds it, takes it from its holder with a CAS on held_ and queues it itself
+// (wake_held). One woken before HELD was set is not held (hold looks at NOTIFIED in the same RMW).
 // Bounds: held_ is finished whenever the loop runs (run() ends with it), so a process is held only
-// through hand-offs, at most handoff_streak_max in a row; while the process handed to computes for
-// long, a wake of the held one cannot queue it, so a thief takes held_ from a stuck worker as it
-// takes its LIFO slot (take_from_stuck_worker, steal_from_others) and finishes its park; on one
-// worker it waits for the computation, as anything queued there does. Other processes bound to the
-// held one's stack slot wait for it as for a running one. process_info reports a held process
-// from its wait reason, not from RUNNING (introspection.cpp).
+// through hand-offs, at most handoff_streak_max in a row; a thief takes held_ from a stuck worker as
+// it takes its LIFO slot (take_from_stuck_worker, steal_from_others), so that processes bound to
+// the held one's stack slot do not wait for the computation; on one worker they wait, as anything
+// queued there does. process_summary_of reports a held process from HELD (introspection.cpp).
 // Rejected: claiming a held process through its control word alone (no exchange of held_): a thief
-// holding a stale pointer could then clear RUNNING on a later process in the same PCB.
+// holding a stale pointer could then clear RUNNING on a later process in the same PCB; holding
+// without HELD (a wake from another worker or thread then waited for this worker's current process
+// to park or for a thief, 0.2-10 ms, where it had run at once: found by a review).
 
 // h was held (take_held gave it): if woken since it parked, it is made this worker's current
 // process, as begin_run would (no slot to take, no image to copy, RUNNING already set).
@@ -593,7 +598,7 @@ bool worker::begin_run_held(process* h) {
   if (!(h->control.load(std::memory_order_relaxed) & ctl_notified)) return false;  // relaxed: the RMW below decides
   // acq_rel: acquire sees what the waker did before its wake (its message), as begin_run's CAS.
   // Only its holder clears NOTIFIED while RUNNING is set, so the bit is still ours to clear.
-  h->control.fetch_and(~ctl_notified, std::memory_order_acq_rel);
+  h->control.fetch_and(~(ctl_notified | ctl_held), std::memory_order_acq_rel);
   prepare_run(h);
   return true;
 }
@@ -601,12 +606,45 @@ bool worker::begin_run_held(process* h) {
 // p has handed off and switched out with context fctx: held here until the next park looks at it.
 void worker::hold(process* p, void* fctx) {
   save_context(p, fctx);
-  held_.store(p, std::memory_order_release);  // release: its context and stack with it, to a thief's exchange
+  // release: its context and stack with it, to the exchange that takes it. Before HELD is set:
+  // a waker that sees HELD finds it here (or gone, taken by whoever finishes it).
+  held_.p.store(p, std::memory_order_release);
+  // acq_rel: a wake after this sees HELD (one total order on the word); one before left NOTIFIED
+  if (p->control.fetch_or(ctl_held, std::memory_order_acq_rel) & ctl_notified) {
+    // Woken since its last look, by a waker that saw it RUNNING and left it to this worker, whose
+    // current process may compute for long: not held, queued where others may take it.
+    if (process* h = take_held()) after_park(h);
+  }
+}
+
+void worker::wake_held(runtime_state& rt, process* p) {
+  worker* self = this_worker();
+  if (self && &self->rt != &rt) self = nullptr;
+  // relaxed: only this thread stores its own held_ (a thief only empties it)
+  if (self && self->held_.p.load(std::memory_order_relaxed) == p) return;  // its next park resumes it
+  for (auto& w : rt.workers) {
+    if (w.get() == self) continue;
+    process* expected = p;
+    // relaxed load: a hint; the CAS decides (acq_rel: as take_held's exchange)
+    if (w->held_.p.load(std::memory_order_relaxed) != p ||
+        !w->held_.p.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel, std::memory_order_relaxed))
+      continue;
+    // Ours to finish, as after_park would: its slot, then RUNNING and HELD; NOTIFIED is our wake's.
+    for (process* waiters = rt.slots.release(p); waiters;) {
+      process* next = waiters->next_waiter;
+      rt.schedule(waiters);
+      waiters = next;
+    }
+    p->control.fetch_and(~(ctl_running | ctl_held), std::memory_order_acq_rel);  // acq_rel: as in after_park
+    rt.schedule(p);
+    return;
+  }
+  // Not held anywhere now: whoever took it clears RUNNING and finds our NOTIFIED.
 }
 
 process* worker::take_held() noexcept {
-  if (held_.load(std::memory_order_relaxed) == nullptr) return nullptr;  // a hint: the exchange decides
-  return held_.exchange(nullptr, std::memory_order_acq_rel);  // acq_rel: against a thief's exchange
+  if (held_.p.load(std::memory_order_relaxed) == nullptr) return nullptr;  // a hint: the exchange decides
+  return held_.p.exchange(nullptr, std::memory_order_acq_rel);  // acq_rel: against a thief's exchange
 }
 
 // As after_park, except that one woken while held runs next here, from the LIFO slot, where its
@@ -621,7 +659,7 @@ void worker::finish_held() {
     requeue(waiters);
     waiters = next;
   }
-  std::uint32_t old = h->control.fetch_and(~ctl_running, std::memory_order_acq_rel);  // acq_rel: as in after_park
+  std::uint32_t old = h->control.fetch_and(~(ctl_running | ctl_held), std::memory_order_acq_rel);  // acq_rel: as in after_park
   if ((old & ctl_notified) && !rt.send_home(h)) push_runnext(h);
 }
 
@@ -686,8 +724,9 @@ void worker::after_park(process* p) {
     rt.notify_work();
     return;
   }
-  // Waiting: clear RUNNING; if a wake came while it ran, it is ours to queue (scheduler.cpp).
-  std::uint32_t old = p->control.fetch_and(~ctl_running, std::memory_order_acq_rel);  // acq_rel: see scheduler.cpp
+  // Waiting: clear RUNNING (and HELD, if it was held); if a wake came while it ran, it is ours to
+  // queue (scheduler.cpp).
+  std::uint32_t old = p->control.fetch_and(~(ctl_running | ctl_held), std::memory_order_acq_rel);  // acq_rel: see scheduler.cpp
   if (old & ctl_notified) {
     requeue(p);
     rt.notify_work();
