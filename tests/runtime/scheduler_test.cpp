@@ -171,8 +171,8 @@ TEST_CASE("a process that handed its worker to one that keeps computing answers 
   // `waiter` spawns `computer` (into the LIFO slot) and waits: the wait hands the worker straight to
   // `computer`, and the worker holds `waiter` still RUNNING, its stack slot held (worker.cpp,
   // "Holding the one that handed off"). `computer` then computes without a runtime call. A send to
-  // `waiter` from this thread cannot queue it (it looks running); an idle worker must take it from
-  // the stuck worker, as it takes a LIFO slot, rather than leave it until the computation ends.
+  // `waiter` from this thread must take it from its holder and queue it (wake_held), or else an
+  // idle worker take it from the stuck worker, rather than leave it until the computation ends.
   if (grove_test::test_workers() < 2) return;  // one worker: it waits for the computation, by design
   grove_test::runtime_fixture rt;
   grove::scoped_process me;
