@@ -84,6 +84,7 @@ class worker {
     return true;
   }
   void requeue(process* p);           // a runnable process back to a queue: its home's for a pinned one, else local
+  void requeue_waiters(process* waiters);  // each of a slot's waiter list (stack_slots::release), requeued
 
   // The direct hand-off (worker.cpp, "Parking straight into the next process"). In process context,
   // from park_current of the running process, which parks to wait: the process in the LIFO slot,
@@ -189,7 +190,11 @@ class worker {
   void end_run(process* p);
   void finish_park(process* p, void* fctx);
   void save_context(process* p, void* fctx) noexcept;  // a parked process's context, its stack size published
-  void after_park(process* p);
+  // p has switched out: its park is finished (its slot released, RUNNING and HELD cleared), and if
+  // a wake came while it ran it is queued: to the local queue with notify_work, or for a held one
+  // finished by its own worker, to the LIFO slot (worker.cpp, finish_held).
+  enum class woken_goes { local_queue, lifo_slot };
+  void after_park(process* p, woken_goes woken = woken_goes::local_queue);
   bool begin_run_held(process* h);
   void prepare_run(process* p);
   void hold(process* p, void* fctx);
