@@ -157,11 +157,16 @@ namespace {
   record(trace::event_kind::wake, static_cast<std::uint8_t>(why), 0, p->id().bits(), by ? by->id().bits() : 0);
 }
 
+// The wake of a held process while wakes may be traced: out of line, as below.
+[[gnu::noinline]] void record_wake_if_traced(process* p, trace::wake_cause why) noexcept {
+  if (traced_process_event(trace::event_kind::wake, p)) record_wake(p, why);
+}
+
 // The wake of a scheduled process while wakes may be traced: past the mask, all out of line, so
 // that the untraced wake stays a frameless tail call of schedule() (callgrind: 14 instructions a
 // wake; 25 with tracing()'s process check inline).
 [[gnu::noinline]] void maybe_record_wake_and_schedule(runtime::state& rt, process* p, trace::wake_cause why) {
-  if (traced_process_event(trace::event_kind::wake, p)) record_wake(p, why);  // before it can run (and exit) elsewhere
+  record_wake_if_traced(p, why);  // before it can run (and exit) elsewhere
   rt.schedule(p);
 }
 
@@ -183,8 +188,13 @@ void runtime::state::wake(process* p, trace::wake_cause why) noexcept {
     return;
   }
   if (old & (ctl_notified | ctl_running | ctl_exited)) {
-    // The first wake of a held process (worker.cpp, "Holding the one that handed off")
-    if ((old & (ctl_held | ctl_notified | ctl_exited)) == ctl_held) worker::wake_held(*this, p);
+    // The first wake of a held process (worker.cpp, "Holding the one that handed off"): parked,
+    // so its wake is recorded as any parked one's
+    if ((old & (ctl_held | ctl_notified | ctl_exited)) == ctl_held) {
+      if (trace_mask.load(std::memory_order_relaxed) & trace::bit(trace::event_kind::wake)) [[unlikely]]  // relaxed: a switch
+        record_wake_if_traced(p, why);
+      worker::wake_held(*this, p);
+    }
     return;
   }
   if (trace_mask.load(std::memory_order_relaxed) & trace::bit(trace::event_kind::wake)) [[unlikely]]  // relaxed: a switch (tracer.hpp)

@@ -167,12 +167,14 @@ TEST_CASE("a process spawned or woken by one that keeps computing runs on an idl
   CHECK(woken_ran);
 }
 
-TEST_CASE("a process that handed its worker to one that keeps computing answers a foreign thread meanwhile, and reads as waiting") {
+TEST_CASE("a process that handed its worker to one that keeps computing answers meanwhile, and reads as waiting") {
   // `waiter` spawns `computer` (into the LIFO slot) and waits: the wait hands the worker straight to
   // `computer`, and the worker holds `waiter` still RUNNING, its stack slot held (worker.cpp,
   // "Holding the one that handed off"). `computer` then computes without a runtime call. A send to
-  // `waiter` from this thread must take it from its holder and queue it (wake_held), or else an
-  // idle worker take it from the stuck worker, rather than leave it until the computation ends.
+  // `waiter` from elsewhere must take it from its holder and queue it (wake_held), or else an idle
+  // worker take it from the stuck worker, rather than leave it until the computation ends. The
+  // sender is this thread, or a process, which runs on a worker other than the stuck one (this
+  // thread spawns it into the injector: only a worker that is not stuck takes it from there).
   if (grove_test::test_workers() < 2) return;  // one worker: it waits for the computation, by design
   grove_test::runtime_fixture rt;
   grove::scoped_process me;
@@ -197,11 +199,51 @@ TEST_CASE("a process that handed its worker to one that keeps computing answers 
   REQUIRE(info.has_value());
   CHECK(info->status == grove::process_status::waiting);
   CHECK(info->waiting_on == grove::wait_reason::receive);
-  grove::send(waiter, ping{});
+  SUBCASE("the send comes from a foreign thread") { grove::send(waiter, ping{}); }
+  SUBCASE("the send comes from a process on another worker") {
+    grove::spawn([waiter] { grove::send(waiter, ping{}); });
+  }
   const bool answered = grove::receive([](pong) { return true; }, grove::after(patience, [] { return false; }));
   CHECK(answered);
   stop->store(true, std::memory_order_release);  // release: compute_until's acquire
   CHECK(grove::receive([](bool stopped) { return stopped; }));  // the answer came while it computed
+}
+
+TEST_CASE("the wake of a process held by its worker is traced, as any parked process's wake is") {
+  // One worker: `waiter` hands it to `computer` and is held (as above), and nobody can take it
+  // from there while `computer` computes. Tracing starts only then (a hand-off is made only while
+  // nothing is traced), so the send from this thread wakes a held process: the wake event must be
+  // in the trace before the computation ends.
+  grove_test::runtime_fixture rt({.workers = 1});
+  grove::scoped_process me;
+  const grove::pid self = me.pid();
+  struct computing {};
+  struct ping {};
+  struct pong {};
+  auto stop = std::make_shared<std::atomic<bool>>(false);
+  const grove::pid waiter = grove::spawn([self, stop] {
+    grove::spawn([self, stop] {
+      grove::send(self, computing{});
+      grove::send(self, compute_until(*stop, patience));
+    });
+    grove::receive([](ping) {});
+    grove::send(self, pong{});
+  });
+  grove::receive([](computing) {});
+  namespace trace = grove::trace;
+  REQUIRE(!trace::start({.kinds = trace::bit(trace::event_kind::wake)}));
+  grove::send(waiter, ping{});
+  const bool recorded = grove_test::wait_until([&] {
+    const auto events = trace::snapshot();
+    return std::any_of(events.begin(), events.end(), [&](const trace::event& e) {
+      return e.kind == trace::event_kind::wake && e.process == waiter && e.cause == trace::wake_cause::message;
+    });
+  });
+  stop->store(true, std::memory_order_release);  // release: compute_until's acquire
+  trace::stop();
+  CHECK(recorded);
+  CHECK(grove::receive([](bool stopped) { return stopped; }));  // recorded while it computed
+  CHECK(grove::receive([](pong) { return true; }, grove::after(patience, [] { return false; })));
 }
 
 TEST_CASE("a process queued behind a worker blocked in a syscall runs while every other worker computes") {
