@@ -216,6 +216,7 @@ class worker {
   process* pinned_tail_ = nullptr;  // owner
   std::uint32_t lifo_streak_ = 0;   // owner: consecutive runs from runnext
   std::uint32_t handoff_streak_ = 0;  // owner: hand-offs since the loop last ran a process
+  bool holding_missed_ = false;       // owner: a held process was not woken before the next park, since the loop last ran one
   process* to_finalize_[finalize_batch];  // owner: PCBs whose last reference it dropped (defer_finalize)
   unsigned to_finalize_count_ = 0;        // owner
   bool finalizing_ = false;               // owner: in finalize_deferred (a release meanwhile finalizes at once)

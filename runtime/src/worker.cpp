@@ -450,6 +450,7 @@ bool worker::may_leave() const noexcept {
 
 void worker::run(process* p) {
   handoff_streak_ = 0;
+  holding_missed_ = false;
   if (!begin_run(p)) return;
   start_counting(p);
   const eh_globals mine = *thread_eh;  // the loop's exception state, kept while processes run (context.hpp)
@@ -583,6 +584,7 @@ process* worker::take_handoff() {
       return h;
     }
     after_park(h);  // not woken: its park is finished as the loop would have (a wake since is queued there)
+    holding_missed_ = true;  // no more holding until the loop's turn
   }
   if (runnext.load(std::memory_order_relaxed) == nullptr) return nullptr;  // a hint: the exchange decides
   process* q = runnext.exchange(nullptr, std::memory_order_acq_rel);  // acq_rel: as take_local
@@ -623,6 +625,18 @@ process* worker::take_handoff() {
 // holding a stale pointer could then clear RUNNING on a later process in the same PCB; holding
 // without HELD (a wake from another worker or thread then waited for this worker's current process
 // to park or for a thief, 0.2-10 ms, where it had run at once: found by a review).
+//
+// ## Holding only where it pays
+// Holding pays when the one handed to wakes the holder back (a call and its reply, ping-pong); in
+// a chain (a ring, a pipeline: each hop wakes the next process) the held one is not woken before
+// the next park, which then finishes it as arrived() would have at once, after two RMWs more (HELD
+// set, held_ exchanged). So once a park finds its held process not woken, the worker holds nobody
+// until its loop runs a process again (at most handoff_streak_max hand-offs later): at most one
+// miss a streak. Alternating with the build before (`nice -n -20 build/release/bench/grove/ring
+// [--threads 1]`, 10 rounds, an AMD EPYC guest, runs where the host was fast): ring 7.0-7.6 ->
+// 7.9-8.6 M hops/s on 1 worker, 7.8-8.7 -> 8.4-9.2 on 2; ping_pong and skynet within noise (6
+// rounds). Rejected: holding always (the above); deciding per process (a bit in the PCB read and
+// written at every hop, for a pattern that is the worker's current traffic, not a process's).
 
 // h was held (take_held gave it): if woken since it parked, it is made this worker's current
 // process, as begin_run would (no slot to take, no image to copy, RUNNING already set).
@@ -637,6 +651,7 @@ bool worker::begin_run_held(process* h) {
 
 // p has handed off and switched out with context fctx: held here until the next park looks at it.
 void worker::hold(process* p, void* fctx) {
+  if (holding_missed_) return finish_park(p, fctx);  // not in this streak: see "Holding only where it pays"
   save_context(p, fctx);
   // release: its context and stack with it, to the exchange that takes it. Before HELD is set:
   // a waker that sees HELD finds it here (or gone, taken by whoever finishes it).
