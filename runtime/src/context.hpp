@@ -17,6 +17,15 @@
 //     when there is one, in a frame of its own, so that the common frame stays as small as before.
 // Invariant: a context's fctx is valid only while that context is switched out; whoever receives the
 // transfer of a jump stores the sender's new fctx (see worker.cpp and process_main in spawn.cpp).
+// Rejected: a switch of our own without Boost's save and restore of MXCSR and the x87 control word.
+// It saves ~2.5 ns of a ~6 ns switch (`build/release/bench/grove/context_switch_probe`, an AMD EPYC
+// guest: 6.1 against 3.5-3.7 ns), ~2% of a ~110 ns ring hop that makes one switch, and it would
+// let a process that changes its rounding mode or exception masks (fesetround, fesetenv) hand them
+// to whichever process its worker runs next: Boost keeps them per context, as the ABI has them
+// preserved across calls. The stall perf shows after ldmxcsr in a ring hop is mostly the first
+// load from the resumed process's cold stack, which the prefetch in push_runnext covers: in `perf
+// record build/release/bench/grove/ring` jump_fcontext went from 20% to 4.8% of the samples with
+// it, and the instruction after ldmxcsr from 77% to 9% of jump_fcontext's.
 #pragma once
 
 #include <cstddef>
